@@ -1,0 +1,20 @@
+// Tests run as CommonJS through swc (no --experimental-vm-modules); see README "Tests".
+/** @type {import('jest').Config} */
+export default {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.(ts|mjs|js)$': [
+      '@swc/jest',
+      {
+        jsc: { parser: { syntax: 'typescript' }, target: 'es2022' },
+        module: { type: 'commonjs' },
+      },
+    ],
+  },
+  // Let ESM-only dependencies through the transform.
+  transformIgnorePatterns: ['/node_modules/(?!(@xstate/graph|@fast-check)/)'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  testTimeout: 30000,
+};

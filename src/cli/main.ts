@@ -1,0 +1,16 @@
+import { Command } from 'commander';
+
+/**
+ * The `warden` command. Each subcommand lives in its own module and registers itself here; exit
+ * codes are the subcommands' own (see each one).
+ */
+export function buildProgram(): Command {
+  const program = new Command('warden')
+    .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
+    .showHelpAfterError();
+  return program;
+}
+
+export async function main(argv: readonly string[] = process.argv): Promise<void> {
+  await buildProgram().parseAsync([...argv]);
+}

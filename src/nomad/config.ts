@@ -1,0 +1,114 @@
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** TLS settings shared by the HTTP pool and the exec websocket. Certificates are PEM text. */
+export interface NomadTlsOptions {
+  ca?: string[];
+  cert?: string;
+  key?: string;
+  /** Name to verify the server certificate against (Nomad's are `server.<region>.nomad`). */
+  servername?: string;
+  /** false only when NOMAD_SKIP_VERIFY is set: accepts any certificate. */
+  rejectUnauthorized?: boolean;
+}
+
+/** Where and how to reach a Nomad cluster, read as the Nomad CLI reads it. */
+export interface NomadConfig {
+  /** http://host:port, https://host:port or unix:///path/to.sock. */
+  address: string;
+  /** ACL token, sent as X-Nomad-Token. Never logged or put in an error. */
+  token?: string;
+  namespace?: string;
+  region?: string;
+  tls?: NomadTlsOptions;
+}
+
+export const DEFAULT_NOMAD_ADDRESS = 'http://127.0.0.1:4646';
+
+/** Raised for a configuration that cannot work (unreadable certificate, malformed address). */
+export class NomadConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NomadConfigError';
+  }
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function readPem(path: string, variable: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new NomadConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** NOMAD_CAPATH names a directory of PEM files (or a single file), as in the Nomad CLI. */
+function readCaPath(path: string): string[] {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (stat === undefined) throw new NomadConfigError(`NOMAD_CAPATH: ${path} does not exist`);
+  if (!stat.isDirectory()) return [readPem(path, 'NOMAD_CAPATH')];
+  return readdirSync(path)
+    .filter((name) => /\.(pem|crt)$/i.test(name))
+    .sort()
+    .map((name) => readPem(join(path, name), 'NOMAD_CAPATH'));
+}
+
+function truthy(value: string | undefined): boolean {
+  return value !== undefined && /^(1|t|true|yes|on)$/i.test(value.trim());
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+/**
+ * The configuration the Nomad CLI would use with this environment: NOMAD_ADDR (default
+ * http://127.0.0.1:4646), NOMAD_TOKEN, NOMAD_NAMESPACE, NOMAD_REGION, NOMAD_CACERT / NOMAD_CAPATH,
+ * NOMAD_CLIENT_CERT + NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME, NOMAD_SKIP_VERIFY. `overrides` win.
+ */
+export function nomadConfigFromEnv(env: Env = process.env, overrides: Partial<NomadConfig> = {}): NomadConfig {
+  const address = nonEmpty(env.NOMAD_ADDR) ?? DEFAULT_NOMAD_ADDRESS;
+  const tls: NomadTlsOptions = {};
+  const caCert = nonEmpty(env.NOMAD_CACERT);
+  const caPath = nonEmpty(env.NOMAD_CAPATH);
+  if (caCert !== undefined) tls.ca = [readPem(caCert, 'NOMAD_CACERT')];
+  else if (caPath !== undefined) tls.ca = readCaPath(caPath);
+  const clientCert = nonEmpty(env.NOMAD_CLIENT_CERT);
+  const clientKey = nonEmpty(env.NOMAD_CLIENT_KEY);
+  if ((clientCert === undefined) !== (clientKey === undefined)) {
+    throw new NomadConfigError('NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY must be set together');
+  }
+  if (clientCert !== undefined && clientKey !== undefined) {
+    tls.cert = readPem(clientCert, 'NOMAD_CLIENT_CERT');
+    tls.key = readPem(clientKey, 'NOMAD_CLIENT_KEY');
+  }
+  const servername = nonEmpty(env.NOMAD_TLS_SERVER_NAME);
+  if (servername !== undefined) tls.servername = servername;
+  if (truthy(env.NOMAD_SKIP_VERIFY)) tls.rejectUnauthorized = false;
+
+  const config: NomadConfig = { address: normalizeAddress(address) };
+  const token = nonEmpty(env.NOMAD_TOKEN);
+  const namespace = nonEmpty(env.NOMAD_NAMESPACE);
+  const region = nonEmpty(env.NOMAD_REGION);
+  if (token !== undefined) config.token = token;
+  if (namespace !== undefined) config.namespace = namespace;
+  if (region !== undefined) config.region = region;
+  if (Object.keys(tls).length > 0) config.tls = tls;
+  return { ...config, ...overrides };
+}
+
+/** Accepts what the Nomad CLI accepts: a bare host:port means http. */
+export function normalizeAddress(address: string): string {
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(address) ? address : `http://${address}`;
+  let url: URL;
+  try {
+    url = new URL(withScheme);
+  } catch {
+    throw new NomadConfigError(`NOMAD_ADDR is not a valid address: ${address}`);
+  }
+  if (!['http:', 'https:', 'unix:'].includes(url.protocol)) {
+    throw new NomadConfigError(`NOMAD_ADDR must be http://, https:// or unix://, got ${url.protocol}//`);
+  }
+  return withScheme.replace(/\/+$/, '');
+}
