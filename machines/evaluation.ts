@@ -57,6 +57,10 @@ function modifyIndex(evaluation: EvaluationView | undefined): number {
   return evaluation?.ModifyIndex ?? 0;
 }
 
+function newer(known: EvaluationView | undefined, read: EvaluationView): EvaluationView {
+  return modifyIndex(read) >= modifyIndex(known) ? read : (known ?? read);
+}
+
 export const evaluationMachine = setup({
   types: {
     input: {} as EvaluationMachineInput,
@@ -79,7 +83,6 @@ export const evaluationMachine = setup({
     followsNext: ({ context }) =>
       context.evaluation !== undefined && isTerminalEvaluation(context.evaluation) && !!context.evaluation.NextEval,
     streamUp: ({ context }) => context.streamUp,
-    notFound: (_, error: unknown) => isNotFound(error),
   },
   actions: {
     recordUpdate: assign({
@@ -119,14 +122,11 @@ export const evaluationMachine = setup({
         onDone: {
           target: 'deciding',
           // A stream update may have overtaken the read; keep the newer one.
-          actions: assign({
-            evaluation: ({ context, event }) =>
-              modifyIndex(event.output) >= modifyIndex(context.evaluation) ? event.output : context.evaluation,
-          }),
+          actions: assign({ evaluation: ({ context, event }) => newer(context.evaluation, event.output) }),
         },
         onError: [
           {
-            guard: { type: 'notFound', params: ({ event }) => event.error },
+            guard: ({ event }) => isNotFound(event.error),
             target: 'done',
             actions: assign({ outcome: ({ context }) => evaluationNotFound(context.evalId, context.chain) }),
           },
@@ -155,10 +155,7 @@ export const evaluationMachine = setup({
         input: ({ context }) => ({ evalId: context.evalId, index: modifyIndex(context.evaluation) }),
         onDone: {
           target: 'deciding',
-          actions: assign({
-            evaluation: ({ context, event }) =>
-              modifyIndex(event.output) >= modifyIndex(context.evaluation) ? event.output : context.evaluation,
-          }),
+          actions: assign({ evaluation: ({ context, event }) => newer(context.evaluation, event.output) }),
         },
         onError: { target: 'retrying' },
       },
