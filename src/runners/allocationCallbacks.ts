@@ -1,0 +1,120 @@
+import type { Clock } from '../clock/index.js';
+import type { Allocation, NanoTime } from '../nomad/types.js';
+
+/**
+ * The allocation callbacks a runner manager (a code-execution service keeping a pool of runner
+ * allocations) relies on, with the semantics of Poseidon's WatchEventStream
+ * (internal/nomad/event_stream_handling.go):
+ * - `onNew(alloc, startupMs)` once, when an allocation goes from pending to running while its
+ *   desired status is run, with the time since it was seen pending;
+ * - `onDeleted(alloc)` once, when a running allocation's desired status becomes stop (or evict),
+ *   or when it ends (complete, lost) without a failure;
+ * - `onFailed(alloc, message)` once for a failed allocation, with the display message of the task
+ *   event that failed it;
+ * - updates whose ModifyTime is older than the subscription's start are ignored: Nomad replays a
+ *   buffered batch on subscribe, and it says nothing new.
+ * Only allocations first seen pending with desired run are followed (as Poseidon does); repeated
+ * updates with the same client and desired status are ignored.
+ */
+export interface AllocationCallbacks {
+  onNew(alloc: Allocation, startupMs: number): void;
+  onDeleted(alloc: Allocation): void;
+  onFailed(alloc: Allocation, message: string): void;
+}
+
+export interface RunnerAllocationTrackerOptions {
+  clock: Clock;
+  /** Epoch ms; updates modified before it are ignored. Defaults to the clock's now. */
+  since?: number;
+}
+
+interface Followed {
+  clientStatus: string | undefined;
+  desiredStatus: string | undefined;
+  pendingSince: number;
+  announced: boolean;
+}
+
+/** Epoch milliseconds of a Nomad nanosecond time (exact bigint or rounded number). */
+export function nanoTimeToMs(time: NanoTime): number {
+  return typeof time === 'bigint' ? Number(time / 1_000_000n) : time / 1e6;
+}
+
+/** The display message of the task event that failed the allocation, in Nomad's words. */
+export function failureMessage(alloc: Allocation): string {
+  const tasks = Object.entries(alloc.TaskStates ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  for (const [task, state] of tasks) {
+    const failing = state.Events?.find((event) => event.FailsTask);
+    if (failing) return `${task}: ${failing.DisplayMessage || failing.Message || failing.Type}`;
+  }
+  for (const [task, state] of tasks) {
+    const last = state.Failed ? state.Events?.at(-1) : undefined;
+    if (last) return `${task}: ${last.DisplayMessage || last.Message || last.Type}`;
+  }
+  return alloc.ClientDescription || 'allocation failed';
+}
+
+export class RunnerAllocationTracker {
+  private readonly followed = new Map<string, Followed>();
+  private readonly since: number;
+
+  constructor(
+    private readonly callbacks: AllocationCallbacks,
+    private readonly options: RunnerAllocationTrackerOptions,
+  ) {
+    this.since = options.since ?? options.clock.now();
+  }
+
+  /** Number of allocations followed right now (ended ones are forgotten). */
+  get size(): number {
+    return this.followed.size;
+  }
+
+  handle(alloc: Allocation): void {
+    if (alloc.ModifyTime !== undefined && nanoTimeToMs(alloc.ModifyTime) < this.since) return;
+    const known = this.followed.get(alloc.ID);
+    if (!known) {
+      if (alloc.ClientStatus === 'pending' && alloc.DesiredStatus === 'run') this.follow(alloc);
+      return;
+    }
+    if (known.clientStatus === alloc.ClientStatus && known.desiredStatus === alloc.DesiredStatus) return;
+    known.clientStatus = alloc.ClientStatus;
+    known.desiredStatus = alloc.DesiredStatus;
+    switch (alloc.ClientStatus) {
+      case 'running':
+        if (alloc.DesiredStatus === 'run') this.announce(alloc, known);
+        else this.end(alloc, known, () => this.callbacks.onDeleted(alloc));
+        break;
+      case 'failed':
+        this.end(alloc, known, () => this.callbacks.onFailed(alloc, failureMessage(alloc)), true);
+        break;
+      case 'complete':
+      case 'lost':
+        this.end(alloc, known, () => this.callbacks.onDeleted(alloc));
+        break;
+      default:
+        break;
+    }
+  }
+
+  private follow(alloc: Allocation): void {
+    this.followed.set(alloc.ID, {
+      clientStatus: alloc.ClientStatus,
+      desiredStatus: alloc.DesiredStatus,
+      pendingSince: this.options.clock.now(),
+      announced: false,
+    });
+  }
+
+  private announce(alloc: Allocation, known: Followed): void {
+    if (known.announced) return;
+    known.announced = true;
+    this.callbacks.onNew(alloc, this.options.clock.now() - known.pendingSince);
+  }
+
+  /** Forgets the allocation; reports it if it was announced, or always for a failure. */
+  private end(alloc: Allocation, known: Followed, report: () => void, always = false): void {
+    this.followed.delete(alloc.ID);
+    if (known.announced || always) report();
+  }
+}
