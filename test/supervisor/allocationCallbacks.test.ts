@@ -100,6 +100,6 @@ describe('runner allocation callbacks (Poseidon WatchEventStream semantics)', ()
 
   test('nanosecond times become epoch milliseconds, exact or rounded', () => {
     expect(nanoTimeToMs(1795971905982677010n)).toBe(1795971905982);
-    expect(nanoTimeToMs(1795971905982677010)).toBeCloseTo(1795971905982.677, 0);
+    expect(nanoTimeToMs(Number(1795971905982677010n))).toBeCloseTo(1795971905982.677, 0);
   });
 });
