@@ -1,0 +1,151 @@
+/**
+ * The pure rules of Nomad's allocation health tracker (client/allochealth/tracker.go on Nomad's
+ * main branch), written as functions of the compact allocation view so the machine's guards stay
+ * one-liners.
+ */
+import type {
+  AllocationHealthContext,
+  AllocationView,
+  CheckView,
+  HealthPolicy,
+  TaskAssessment,
+  TaskView,
+} from './allocationHealthTypes.js';
+
+/** Non-sidecar lifecycle tasks are ephemeral: they may exit without hurting the allocation. */
+function ephemeralHook(task: TaskView): TaskView['hook'] {
+  return task.sidecar ? null : task.hook;
+}
+
+/**
+ * tracker.go watchTaskEvents: poststop tasks are not evaluated; a poststart task that succeeded is
+ * skipped; a failed task, or a finished one other than a prestart task, is fatal; any pending task
+ * means not everything has started; otherwise the latest StartedAt opens the window.
+ */
+export function assessTasks(view: AllocationView): TaskAssessment {
+  let latestStart = Number.NEGATIVE_INFINITY;
+  let allStarted = true;
+  let someRunning = false;
+  for (const name in view.tasks) {
+    const task = view.tasks[name] as TaskView;
+    const hook = ephemeralHook(task);
+    if (hook === 'poststop') continue;
+    if (hook === 'poststart' && task.state === 'dead' && !task.failed) continue;
+    if (task.failed || (task.finishedAt !== null && hook !== 'prestart')) {
+      return { kind: 'failed', at: task.finishedAt };
+    }
+    if (task.state === 'running') someRunning = true;
+    // A running task without a StartedAt has not started as far as the data tells.
+    if (task.state === 'pending' || task.startedAt === null) allStarted = false;
+    else if (task.startedAt > latestStart) latestStart = task.startedAt;
+  }
+  if (!allStarted || latestStart === Number.NEGATIVE_INFINITY) return { kind: 'starting', someRunning };
+  return { kind: 'started', latestStart };
+}
+
+/** Whether the checks matter at all: health_check = "checks" and the group declares some. */
+export function checksRequired(policy: HealthPolicy): boolean {
+  return policy.useChecks && policy.expectedChecks.length > 0;
+}
+
+function countByName(checks: readonly { readonly name: string }[]): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const check of checks) counts.set(check.name, (counts.get(check.name) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * tracker.go evaluateConsulChecks: every expected check registered (names counted, since they need
+ * not be unique) and none failing, where on_update ignore_warnings tolerates a warning and ignore
+ * tolerates anything.
+ */
+export function checksPassing(policy: HealthPolicy, checks: readonly CheckView[]): boolean {
+  const expected = countByName(policy.expectedChecks);
+  const registered = countByName(checks);
+  if (expected.size !== registered.size) return false;
+  for (const [name, count] of expected) if (registered.get(name) !== count) return false;
+  return checks.every((check) => {
+    if (check.status === 'passing') return true;
+    const onUpdate = policy.expectedChecks.find((e) => e.task === check.task && e.name === check.name)?.onUpdate;
+    if (onUpdate === 'ignore') return true;
+    return check.status === 'warning' && onUpdate === 'ignore_warnings';
+  });
+}
+
+/** When the allocation becomes healthy if nothing changes, or null when something is still missing. */
+export function healthyAt(context: AllocationHealthContext): number | null {
+  if (context.tasks.kind !== 'started') return null;
+  const tasksAt = context.tasks.latestStart + context.policy.minHealthyTimeMs;
+  if (!checksRequired(context.policy)) return tasksAt;
+  if (context.checksPassingSince === null) return null;
+  return Math.max(tasksAt, context.checksPassingSince + context.policy.minHealthyTimeMs);
+}
+
+/** The next moment the machine must be woken with a `tick`, or null when it waits on events only. */
+export function wakeAt(context: AllocationHealthContext): number | null {
+  if (context.outcome !== null) return null;
+  const healthy = healthyAt(context);
+  return healthy === null ? context.deadlineAt : Math.min(healthy, context.deadlineAt);
+}
+
+/** Go's time.Duration.String for whole milliseconds: "500ms", "2s", "1m30s", "5m0s", "1h0m0s". */
+export function formatGoDuration(ms: number): string {
+  if (ms === 0) return '0s';
+  if (ms < 1000) return `${ms}ms`;
+  const hours = Math.floor(ms / 3_600_000);
+  const minutes = Math.floor((ms % 3_600_000) / 60_000);
+  const seconds = ((ms % 60_000) / 1000).toString();
+  if (hours > 0) return `${hours}h${minutes}m${seconds}s`;
+  if (minutes > 0) return `${minutes}m${seconds}s`;
+  return `${seconds}s`;
+}
+
+/** tracker.go taskHealthState.event, about the task's own state. */
+function taskStateReason(task: TaskView, context: AllocationHealthContext, at: number): string | null {
+  const { policy } = context;
+  if (task.failed) return 'Unhealthy because of failed task';
+  switch (task.state) {
+    case 'pending':
+      // Nomad says this of every pending task; we say it only once the deadline has come.
+      return at >= context.deadlineAt
+        ? `Task not running by healthy_deadline of ${formatGoDuration(policy.healthyDeadlineMs)}`
+        : null;
+    case 'dead':
+      return ephemeralHook(task) === null ? 'Unhealthy because of dead task' : null;
+    case 'running':
+      // Nomad compares against the tracker context's deadline, which is never set (so it always
+      // fires); we compare against the real one.
+      return task.startedAt === null || task.startedAt + policy.minHealthyTimeMs > context.deadlineAt
+        ? `Task not running for min_healthy_time of ${formatGoDuration(policy.minHealthyTimeMs)} by healthy_deadline of ${formatGoDuration(policy.healthyDeadlineMs)}`
+        : null;
+  }
+}
+
+/** tracker.go taskHealthState.event, about the task's service checks. */
+function taskChecksReason(taskName: string, context: AllocationHealthContext): string | null {
+  if (!checksRequired(context.policy)) return null;
+  const desired = context.policy.expectedChecks.filter((check) => check.task === taskName).length;
+  const registered = context.checks.filter((check) => check.task === taskName);
+  if (registered.length === 0) return desired > 0 ? 'Service checks not registered' : null;
+  const notPassing: string[] = [];
+  for (const check of registered) {
+    if (check.status !== 'passing' && !notPassing.includes(check.service)) notPassing.push(check.service);
+  }
+  if (notPassing.length > 0) return `Services not healthy by deadline: ${notPassing.join(', ')}`;
+  if (registered.length !== desired) {
+    return `Only ${registered.length} out of ${desired} checks registered and passing`;
+  }
+  return null;
+}
+
+/** tracker.go TaskEvents: one explanation per task that kept the allocation from being healthy at `at`. */
+export function explainUnhealthy(context: AllocationHealthContext, at: number): Record<string, string> {
+  const reasons: Record<string, string> = {};
+  for (const name in context.view.tasks) {
+    const task = context.view.tasks[name] as TaskView;
+    if (ephemeralHook(task) === 'poststop') continue;
+    const reason = taskStateReason(task, context, at) ?? taskChecksReason(name, context);
+    if (reason !== null) reasons[name] = reason;
+  }
+  return reasons;
+}

@@ -1,0 +1,111 @@
+/**
+ * The vocabulary of the allocation health machine: the compact view of an allocation it is fed,
+ * the health policy it judges by, and the outcome it reaches. Times are milliseconds since the
+ * epoch on the supervisor's clock axis; durations are milliseconds.
+ */
+
+export type TaskRunState = 'pending' | 'running' | 'dead';
+export type LifecycleHook = 'prestart' | 'poststart' | 'poststop';
+
+/** One task as the health rules see it (Nomad's TaskState joined with the task's lifecycle). */
+export interface TaskView {
+  readonly state: TaskRunState;
+  readonly failed: boolean;
+  readonly restarts: number;
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  /** null for a main task. */
+  readonly hook: LifecycleHook | null;
+  readonly sidecar: boolean;
+}
+
+/** The parts of an allocation that can change its health; every task of the group is present. */
+export interface AllocationView {
+  readonly clientStatus: string;
+  readonly desiredStatus: string;
+  readonly tasks: Readonly<Record<string, TaskView>>;
+}
+
+export type CheckStatus = 'passing' | 'warning' | 'critical';
+export type CheckOnUpdate = 'require_healthy' | 'ignore_warnings' | 'ignore';
+
+/** One registered service check, as the service catalogue reports it. `task` is '' for group services. */
+export interface CheckView {
+  readonly task: string;
+  readonly service: string;
+  readonly name: string;
+  readonly status: CheckStatus;
+}
+
+/** One check the job declares. */
+export interface ExpectedCheck {
+  readonly task: string;
+  readonly service: string;
+  readonly name: string;
+  readonly onUpdate: CheckOnUpdate;
+}
+
+export type HealthPolicySource = 'update' | 'migrate' | 'opt-in';
+
+export interface HealthPolicy {
+  /** Where the parameters came from: the group's update block (deployment), its migrate block, or the user. */
+  readonly source: HealthPolicySource;
+  readonly minHealthyTimeMs: number;
+  readonly healthyDeadlineMs: number;
+  /** health_check = "checks" (Nomad's useChecks); checks matter only when `expectedChecks` is non-empty. */
+  readonly useChecks: boolean;
+  readonly expectedChecks: readonly ExpectedCheck[];
+}
+
+export interface HealthVerdict {
+  readonly healthy: boolean;
+  readonly at: number;
+  /** Per task, Nomad's explanation of why it kept the allocation from being healthy. */
+  readonly reasons: Readonly<Record<string, string>>;
+}
+
+/** Desired status stop or evict: the allocation is not judged. */
+export interface HealthStopped {
+  readonly stopped: true;
+  readonly at: number;
+}
+
+export type HealthOutcome = HealthVerdict | HealthStopped;
+
+export interface AllocationHealthInput {
+  readonly policy: HealthPolicy;
+  readonly view: AllocationView;
+  /** When watching began: the healthy deadline counts from here (Nomad: the alloc runner's start). */
+  readonly now: number;
+  readonly checks?: readonly CheckView[];
+}
+
+export type AllocationHealthEvent =
+  | { readonly type: 'alloc.update'; readonly view: AllocationView; readonly now: number }
+  | { readonly type: 'checks.update'; readonly checks: readonly CheckView[]; readonly now: number }
+  /** Time passed: the runtime sends it when `wakeAt(context)` is due. */
+  | { readonly type: 'tick'; readonly now: number };
+
+/** What the task states say, summarised once per update. */
+export type TaskAssessment =
+  /** A task failed, or finished when it must keep running; `at` is its FinishedAt when known. */
+  | { readonly kind: 'failed'; readonly at: number | null }
+  /** Not every task has started yet. */
+  | { readonly kind: 'starting'; readonly someRunning: boolean }
+  /** Every evaluated task has started; the latest start opens the min_healthy_time window. */
+  | { readonly kind: 'started'; readonly latestStart: number };
+
+export interface AllocationHealthContext {
+  readonly policy: HealthPolicy;
+  readonly view: AllocationView;
+  readonly checks: readonly CheckView[];
+  readonly tasks: TaskAssessment;
+  /** Time of the latest event. */
+  readonly now: number;
+  readonly deadlineAt: number;
+  /** Since when the checks have been continuously passing (reset when the tasks' start moves). */
+  readonly checksPassingSince: number | null;
+  /** Why the last event was ignored, if it was malformed. */
+  readonly rejected: string | null;
+  readonly outcome: HealthOutcome | null;
+}

@@ -1,0 +1,32 @@
+/** Typed errors of the health layer (undici style: a name, a code, and the context that matters). */
+
+export class HealthError extends Error {
+  override name = 'HealthError';
+  readonly code: string = 'WARDEN_HEALTH';
+}
+
+/** The caller handed the registry a malformed policy, view or check list. */
+export class HealthInputError extends HealthError {
+  override name = 'HealthInputError';
+  override readonly code = 'WARDEN_HEALTH_INPUT';
+
+  constructor(
+    readonly allocationId: string,
+    readonly problem: string,
+  ) {
+    super(`allocation ${allocationId}: ${problem}`);
+  }
+}
+
+/** A Nomad object (allocation, job, task group) cannot be read as the health rules need it. */
+export class NomadShapeError extends HealthError {
+  override name = 'NomadShapeError';
+  override readonly code = 'WARDEN_HEALTH_NOMAD_SHAPE';
+
+  constructor(
+    readonly subject: string,
+    readonly problem: string,
+  ) {
+    super(`${subject}: ${problem}`);
+  }
+}

@@ -1,0 +1,204 @@
+/**
+ * The health of many allocations at once: one stored machine snapshot per allocation, stepped with
+ * pure transitions, and at most one timer per allocation on the shared Clock (armed at the
+ * machine's `wakeAt`). Not spawned actors: a spawn costs O(siblings) and a default actor ~4.6 KiB,
+ * both far too much at 100,000 allocations (see bench/health-machine.ts).
+ */
+import type { InspectionEvent, Observer } from 'xstate';
+import type { Clock, TimerHandle } from '../clock/index.js';
+import type { AllocationHealthState } from '../../machines/allocationHealth.js';
+import { wakeAt } from '../../machines/allocationHealthRules.js';
+import { allocationViewProblem, checkViewsProblem, healthPolicyProblem } from '../../machines/allocationHealthInput.js';
+import type {
+  AllocationHealthEvent,
+  AllocationView,
+  CheckView,
+  HealthOutcome,
+  HealthPolicy,
+} from '../../machines/allocationHealthTypes.js';
+import { HealthInputError } from './errors.js';
+import { MachineStepper, type AllocationHealthSnapshot } from './machineStepper.js';
+import { sameAllocationView, sameChecks } from './viewEquality.js';
+
+export type HealthChange =
+  | {
+      readonly type: 'transition';
+      readonly allocationId: string;
+      readonly from: AllocationHealthState;
+      readonly to: AllocationHealthState;
+      /** Clock time of the step that moved it. */
+      readonly at: number;
+    }
+  | { readonly type: 'outcome'; readonly allocationId: string; readonly outcome: HealthOutcome };
+
+export type HealthListener = (change: HealthChange) => void;
+
+export interface HealthRegistryOptions {
+  readonly clock: Clock;
+  /** Receives `@xstate.event` and `@xstate.snapshot` inspection events for every step, synchronously. */
+  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+}
+
+export interface HealthStatus {
+  readonly state: AllocationHealthState;
+  readonly outcome: HealthOutcome | null;
+  /** Why the last update was ignored, when it was malformed. */
+  readonly rejected: string | null;
+}
+
+interface Entry {
+  snapshot: AllocationHealthSnapshot;
+  timer: TimerHandle | undefined;
+  due: number | null;
+}
+
+export class HealthRegistry {
+  private readonly clock: Clock;
+  private readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  private readonly entries = new Map<string, Entry>();
+  private readonly listeners = new Set<HealthListener>();
+  private readonly stepper = new MachineStepper();
+
+  constructor(options: HealthRegistryOptions) {
+    this.clock = options.clock;
+    const { inspect } = options;
+    this.inspect = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  has(allocationId: string): boolean {
+    return this.entries.has(allocationId);
+  }
+
+  /**
+   * Starts judging an allocation; the healthy deadline counts from now. Tracking an id twice only
+   * updates its view. Throws HealthInputError when the policy or the view is malformed.
+   */
+  track(allocationId: string, policy: HealthPolicy, view: AllocationView, checks: readonly CheckView[] = []): HealthStatus {
+    if (this.entries.has(allocationId)) {
+      this.updateAllocation(allocationId, view);
+      return this.status(allocationId) as HealthStatus;
+    }
+    const problem = healthPolicyProblem(policy) ?? allocationViewProblem(view) ?? checkViewsProblem(checks);
+    if (problem !== null) throw new HealthInputError(allocationId, problem);
+    const now = this.clock.now();
+    const snapshot = this.stepper.initial({ policy, view, checks, now });
+    const entry: Entry = { snapshot, timer: undefined, due: null };
+    this.entries.set(allocationId, entry);
+    this.report(allocationId, { type: 'alloc.update', view, now }, snapshot);
+    const state = snapshot.value as AllocationHealthState;
+    if (state !== 'pending') this.emit({ type: 'transition', allocationId, from: 'pending', to: state, at: now });
+    this.settle(allocationId, entry);
+    return this.status(allocationId) as HealthStatus;
+  }
+
+  /** Feeds a new view; returns false when the allocation is unknown or the view changed nothing. */
+  updateAllocation(allocationId: string, view: AllocationView): boolean {
+    const entry = this.entries.get(allocationId);
+    if (entry === undefined) return false;
+    // A malformed view still goes to the machine, which records why it ignored it.
+    if (allocationViewProblem(view) === null && sameAllocationView(entry.snapshot.context.view, view)) return false;
+    this.step(allocationId, entry, { type: 'alloc.update', view, now: this.clock.now() });
+    return true;
+  }
+
+  /** Feeds the allocation's registered checks; returns false when unknown or unchanged. */
+  updateChecks(allocationId: string, checks: readonly CheckView[]): boolean {
+    const entry = this.entries.get(allocationId);
+    if (entry === undefined) return false;
+    if (checkViewsProblem(checks) === null && sameChecks(entry.snapshot.context.checks, checks)) return false;
+    this.step(allocationId, entry, { type: 'checks.update', checks, now: this.clock.now() });
+    return true;
+  }
+
+  /** Forgets an allocation and cancels its timer. */
+  drop(allocationId: string): boolean {
+    const entry = this.entries.get(allocationId);
+    if (entry === undefined) return false;
+    this.disarm(entry);
+    return this.entries.delete(allocationId);
+  }
+
+  status(allocationId: string): HealthStatus | undefined {
+    const context = this.entries.get(allocationId)?.snapshot;
+    if (context === undefined) return undefined;
+    return {
+      state: context.value as AllocationHealthState,
+      outcome: context.context.outcome,
+      rejected: context.context.rejected,
+    };
+  }
+
+  /** The machine snapshot itself (for the inspector, or to persist with `getPersistedSnapshot`). */
+  snapshot(allocationId: string): AllocationHealthSnapshot | undefined {
+    return this.entries.get(allocationId)?.snapshot;
+  }
+
+  subscribe(listener: HealthListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private step(allocationId: string, entry: Entry, event: AllocationHealthEvent): void {
+    const before = entry.snapshot;
+    if (before.status !== 'active') return;
+    const after = this.stepper.step(before, event);
+    entry.snapshot = after;
+    this.report(allocationId, event, after);
+    const from = before.value as AllocationHealthState;
+    const to = after.value as AllocationHealthState;
+    if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
+    this.settle(allocationId, entry);
+  }
+
+  /** Announces an outcome, or (re-)arms the one timer at the machine's next wake-up. */
+  private settle(allocationId: string, entry: Entry): void {
+    const { context, status } = entry.snapshot;
+    if (status === 'done') {
+      this.disarm(entry);
+      this.emit({ type: 'outcome', allocationId, outcome: context.outcome as HealthOutcome });
+      return;
+    }
+    const due = wakeAt(context);
+    if (due === entry.due) return;
+    this.disarm(entry);
+    if (due === null) return;
+    entry.due = due;
+    entry.timer = this.clock.setTimeout(() => {
+      entry.timer = undefined;
+      entry.due = null;
+      // A dropped allocation's timer was cancelled; a re-tracked id has a different entry.
+      if (this.entries.get(allocationId) === entry) this.step(allocationId, entry, { type: 'tick', now: this.clock.now() });
+    }, Math.max(0, due - this.clock.now()));
+  }
+
+  private disarm(entry: Entry): void {
+    if (entry.timer !== undefined) this.clock.clearTimeout(entry.timer);
+    entry.timer = undefined;
+    entry.due = null;
+  }
+
+  private emit(change: HealthChange): void {
+    for (const listener of this.listeners) listener(change);
+  }
+
+  private report(allocationId: string, event: AllocationHealthEvent, snapshot: AllocationHealthSnapshot): void {
+    if (this.inspect === undefined) return;
+    const actorRef = {
+      sessionId: allocationId,
+      send: (sent: AllocationHealthEvent): void => this.receive(allocationId, sent),
+      getSnapshot: (): AllocationHealthSnapshot | undefined => this.entries.get(allocationId)?.snapshot,
+    };
+    this.inspect({ type: '@xstate.event', rootId: allocationId, actorRef, sourceRef: undefined, event });
+    this.inspect({ type: '@xstate.snapshot', rootId: allocationId, actorRef, event, snapshot });
+  }
+
+  /** An event sent through an inspected actor ref goes through the same filters as the API. */
+  private receive(allocationId: string, event: AllocationHealthEvent): void {
+    if (event.type === 'alloc.update') this.updateAllocation(allocationId, event.view);
+    else if (event.type === 'checks.update') this.updateChecks(allocationId, event.checks);
+  }
+}
