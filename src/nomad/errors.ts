@@ -1,0 +1,98 @@
+/**
+ * Errors of the Nomad transport, undici style: one base class with a stable `code`, one subclass
+ * per kind of failure. None of them ever carries the ACL token: requests are described by method
+ * and path (the token travels only in a header), and bodies are Nomad's own text.
+ */
+
+/** Longest piece of a body kept in an error: enough for any Nomad message, bounded for logs. */
+const EXCERPT_LIMIT = 2048;
+
+function excerpt(text: string): string {
+  return text.length <= EXCERPT_LIMIT ? text : `${text.slice(0, EXCERPT_LIMIT)}… (${text.length} chars)`;
+}
+
+export abstract class NomadError extends Error {
+  abstract readonly code: string;
+}
+
+/**
+ * Nomad answered with a status other than 200. `body` is Nomad's plain-text message (for example
+ * `job not found`, `Permission denied`, `Enforcing job modify index 3: …`).
+ */
+export class NomadHttpError extends NomadError {
+  readonly code = 'NOMAD_HTTP_ERROR';
+  /** Nomad's message (bounded in length). */
+  readonly body: string;
+
+  constructor(
+    readonly status: number,
+    readonly method: string,
+    readonly path: string,
+    body: string,
+  ) {
+    const trimmed = excerpt(body.trim());
+    super(`Nomad ${method} ${path}: ${status}${trimmed === '' ? '' : ` (${trimmed})`}`);
+    this.name = 'NomadHttpError';
+    this.body = excerpt(body);
+  }
+
+  /** Register refused because of EnforceIndex (Nomad reports it as a 500 with this prefix). */
+  get isEnforceIndexConflict(): boolean {
+    return this.body.startsWith('Enforcing job modify index');
+  }
+}
+
+/** A body that is not the JSON Nomad should have sent (truncated, garbled, wrong shape). */
+export class NomadDecodeError extends NomadError {
+  readonly code = 'NOMAD_DECODE_ERROR';
+  /** The start of the offending text. */
+  readonly excerpt: string;
+
+  constructor(message: string, text: string) {
+    super(message);
+    this.name = 'NomadDecodeError';
+    this.excerpt = excerpt(text).slice(0, 200);
+  }
+}
+
+/** The request did not finish within its time limit (measured on the injected clock). */
+export class NomadTimeoutError extends NomadError {
+  readonly code = 'NOMAD_TIMEOUT';
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`Nomad ${method} ${path}: no answer within ${timeoutMs} ms`);
+    this.name = 'NomadTimeoutError';
+  }
+}
+
+/** The connection failed or broke (refused, reset, TLS verification). `cause` is undici's error. */
+export class NomadConnectionError extends NomadError {
+  readonly code = 'NOMAD_CONNECTION_ERROR';
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    cause: unknown,
+  ) {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    super(`Nomad ${method} ${path}: connection failed: ${reason}`, { cause });
+    this.name = 'NomadConnectionError';
+  }
+}
+
+/** The event stream ended or broke: raw error text from Nomad, a truncated line, or a plain close. */
+export class NomadStreamError extends NomadError {
+  readonly code = 'NOMAD_STREAM_ERROR';
+
+  constructor(
+    readonly reason: 'server-error' | 'truncated' | 'closed' | 'malformed' | 'idle',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'NomadStreamError';
+  }
+}

@@ -1,0 +1,231 @@
+/**
+ * The HTTP layer under NomadClient: one keep-alive undici Pool per cluster, the token header,
+ * namespace/region query parameters, gzip, time limits on the injected clock, and Nomad's error
+ * convention (any status but 200 is an error whose body is plain text).
+ */
+import { createGunzip, gunzip } from 'node:zlib';
+import { promisify } from 'node:util';
+import type { Readable } from 'node:stream';
+import { Pool, type Dispatcher } from 'undici';
+import type { Clock } from '../clock/index.js';
+import { systemClock } from '../clock/index.js';
+import type { NomadConfig } from './config.js';
+import { nomadAuthHeaders, nomadEndpoint } from './connection.js';
+import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from './errors.js';
+import { parseNomadJson, stringifyNomadJson } from './json.js';
+import type { QueryMeta } from './types.js';
+
+const gunzipAsync = promisify(gunzip);
+
+export type QueryValue = string | number | boolean | undefined;
+export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
+
+export interface RequestOptions {
+  /** Extra query parameters; undefined values are left out. */
+  query?: Readonly<Record<string, QueryValue | readonly string[]>>;
+  /** Overrides the configured namespace for this call (`*` = all, where Nomad supports it). */
+  namespace?: string;
+  region?: string;
+  signal?: AbortSignal;
+  /** Time limit in ms on the transport's clock; 0 = none. Defaults to the transport's. */
+  timeoutMs?: number;
+}
+
+export interface RequestWithBody extends RequestOptions {
+  body?: unknown;
+}
+
+export interface NomadResponse<T> {
+  body: T;
+  meta: QueryMeta;
+}
+
+/** An open streaming response (the event stream): body chunks, already gunzipped. */
+export interface NomadStreamResponse {
+  meta: QueryMeta;
+  body: AsyncIterable<Uint8Array>;
+}
+
+export interface NomadTransportOptions {
+  /** Clock for time limits (default: the system clock). */
+  clock?: Clock;
+  /** Concurrent connections in the pool. Blocking queries and streams each hold one. */
+  connections?: number;
+  /** Default time limit of an ordinary request in ms (default 60 s). */
+  timeoutMs?: number;
+  /** Ask for gzip on ordinary requests (default true, as the Nomad Go client does). */
+  gzip?: boolean;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+
+function headerValue(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** X-Nomad-Index / -Knownleader / -Lastcontact / -Nexttoken (undici lower-cases header names). */
+export function queryMetaFrom(headers: Dispatcher.ResponseData['headers']): QueryMeta {
+  const index = Number(headerValue(headers, 'x-nomad-index'));
+  const lastContact = Number(headerValue(headers, 'x-nomad-lastcontact'));
+  const meta: QueryMeta = {
+    lastIndex: Number.isSafeInteger(index) && index > 0 ? index : 0,
+    knownLeader: headerValue(headers, 'x-nomad-knownleader') === 'true',
+    lastContactMs: Number.isFinite(lastContact) ? lastContact : 0,
+  };
+  const nextToken = headerValue(headers, 'x-nomad-nexttoken');
+  if (nextToken !== undefined && nextToken !== '') meta.nextToken = nextToken;
+  return meta;
+}
+
+function isGzip(headers: Dispatcher.ResponseData['headers']): boolean {
+  return headerValue(headers, 'content-encoding')?.toLowerCase() === 'gzip';
+}
+
+/** An AbortSignal that fires on the caller's signal or after `timeoutMs` on `clock`. */
+class Deadline {
+  readonly controller = new AbortController();
+  private timer: unknown;
+  timedOut = false;
+  private readonly onAbort = (): void => this.controller.abort(this.caller?.reason);
+
+  constructor(
+    private readonly clock: Clock,
+    timeoutMs: number,
+    private readonly caller: AbortSignal | undefined,
+  ) {
+    if (caller?.aborted) this.controller.abort(caller.reason);
+    else caller?.addEventListener('abort', this.onAbort, { once: true });
+    if (timeoutMs > 0) {
+      this.timer = clock.setTimeout(() => {
+        this.timedOut = true;
+        this.controller.abort();
+      }, timeoutMs);
+    }
+  }
+
+  dispose(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.caller?.removeEventListener('abort', this.onAbort);
+  }
+}
+
+export class NomadTransport {
+  private readonly pool: Pool;
+  private readonly clock: Clock;
+  private readonly timeoutMs: number;
+  private readonly gzip: boolean;
+  private readonly headers: Record<string, string>;
+
+  constructor(
+    private readonly config: NomadConfig,
+    options: NomadTransportOptions = {},
+  ) {
+    this.clock = options.clock ?? systemClock;
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.gzip = options.gzip ?? true;
+    this.headers = nomadAuthHeaders(config);
+    const endpoint = nomadEndpoint(config);
+    this.pool = new Pool(endpoint.origin, {
+      connections: options.connections ?? 32,
+      keepAliveTimeout: 30_000,
+      headersTimeout: 0, // blocking queries and the event stream wait longer than any fixed limit
+      bodyTimeout: 0,
+      connect: { ...endpoint.tls, ...(endpoint.socketPath === undefined ? {} : { socketPath: endpoint.socketPath }) },
+    });
+  }
+
+  /** Path with query string: the configured namespace and region, then `options.query`. */
+  pathWithQuery(path: string, options: RequestOptions): string {
+    const params = new URLSearchParams();
+    const namespace = options.namespace ?? this.config.namespace;
+    const region = options.region ?? this.config.region;
+    if (namespace !== undefined) params.set('namespace', namespace);
+    if (region !== undefined) params.set('region', region);
+    for (const [name, value] of Object.entries(options.query ?? {})) {
+      if (value === undefined) continue;
+      if (typeof value === 'object') for (const item of value) params.append(name, item);
+      else params.set(name, String(value));
+    }
+    const query = params.toString();
+    return query === '' ? path : `${path}?${query}`;
+  }
+
+  /** Sends a request and decodes the JSON answer; throws NomadHttpError for any status but 200. */
+  async request<T>(method: HttpMethod, path: string, options: RequestWithBody = {}): Promise<NomadResponse<T>> {
+    const target = this.pathWithQuery(path, options);
+    const deadline = new Deadline(this.clock, options.timeoutMs ?? this.timeoutMs, options.signal);
+    try {
+      const response = await this.send(method, target, deadline, this.gzip, options.body);
+      const text = await readText(response);
+      if (response.statusCode !== 200) throw new NomadHttpError(response.statusCode, method, target, text);
+      return { body: parseNomadJson(text) as T, meta: queryMetaFrom(response.headers) };
+    } catch (error) {
+      throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /**
+   * Opens a streaming GET (the event stream). Resolves once the headers are in and the status is
+   * 200; the body is read by the caller and ends when `signal` aborts or the server closes.
+   */
+  async openStream(path: string, options: RequestOptions & { gzip?: boolean } = {}): Promise<NomadStreamResponse> {
+    const target = this.pathWithQuery(path, options);
+    // Only the wait for the headers is limited: the body is open-ended.
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    const deadline = new Deadline(this.clock, timeoutMs, options.signal);
+    try {
+      const response = await this.send('GET', target, deadline, options.gzip ?? false, undefined);
+      if (response.statusCode !== 200) {
+        throw new NomadHttpError(response.statusCode, 'GET', target, await readText(response));
+      }
+      deadline.dispose();
+      const body: AsyncIterable<Uint8Array> = isGzip(response.headers)
+        ? (response.body as Readable).pipe(createGunzip())
+        : response.body;
+      return { meta: queryMetaFrom(response.headers), body };
+    } catch (error) {
+      deadline.dispose();
+      throw this.describe(error, 'GET', target, deadline, timeoutMs);
+    }
+  }
+
+  /** Closes the pool: open streams end, waiting requests fail. */
+  async close(): Promise<void> {
+    await this.pool.destroy();
+  }
+
+  private send(
+    method: HttpMethod,
+    target: string,
+    deadline: Deadline,
+    gzip: boolean,
+    body: unknown,
+  ): Promise<Dispatcher.ResponseData> {
+    const headers: Record<string, string> = { ...this.headers };
+    if (gzip) headers['accept-encoding'] = 'gzip';
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    return this.pool.request({
+      path: target,
+      method,
+      headers,
+      body: body === undefined ? null : stringifyNomadJson(body),
+      signal: deadline.controller.signal,
+    });
+  }
+
+  private describe(error: unknown, method: string, target: string, deadline: Deadline, timeoutMs: number): unknown {
+    if (error instanceof NomadHttpError || error instanceof NomadDecodeError) return error;
+    if (deadline.timedOut) return new NomadTimeoutError(method, target, timeoutMs);
+    if (deadline.controller.signal.aborted) return deadline.controller.signal.reason ?? error;
+    return new NomadConnectionError(method, target, error);
+  }
+}
+
+async function readText(response: Dispatcher.ResponseData): Promise<string> {
+  if (!isGzip(response.headers)) return response.body.text();
+  const zipped = Buffer.from(await response.body.arrayBuffer());
+  return (await gunzipAsync(zipped)).toString('utf8');
+}
