@@ -1,0 +1,103 @@
+import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
+import type { AllocationRef, StateChange, VerdictRecord } from './types.js';
+import type { DeploymentResult } from './deploymentWatch.js';
+
+/**
+ * One line per supervisor happening, for people (`warden watch`, `warden demo`, `warden gate`)
+ * and for machines (`--json`: one JSON object a line). Colour is optional and only ever added
+ * around words, so the plain text is the same with or without it.
+ */
+
+export interface DescribeOptions {
+  /** ANSI colours (for a terminal). */
+  color?: boolean;
+}
+
+type Tone = 'good' | 'bad' | 'dim' | 'note' | 'bold';
+const ANSI: Record<Tone, [string, string]> = {
+  good: ['\u001b[32m', '\u001b[39m'],
+  bad: ['\u001b[31m', '\u001b[39m'],
+  dim: ['\u001b[2m', '\u001b[22m'],
+  note: ['\u001b[36m', '\u001b[39m'],
+  bold: ['\u001b[1m', '\u001b[22m'],
+};
+
+export function paint(text: string, tone: Tone, options: DescribeOptions): string {
+  if (!options.color) return text;
+  const [open, close] = ANSI[tone];
+  return `${open}${text}${close}`;
+}
+
+/** ISO time with milliseconds, in UTC: stable in tests and comparable with Nomad's timestamps. */
+export function formatTime(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+export function allocationLabel(alloc: AllocationRef): string {
+  return `${alloc.name ?? `${alloc.jobId}.${alloc.taskGroup}`} ${alloc.allocId.slice(0, 8)}`;
+}
+
+function reasonsText(reasons: Readonly<Record<string, string>>): string {
+  return Object.entries(reasons)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([task, reason]) => `${task}: ${reason}`)
+    .join('; ');
+}
+
+export function describeChange(change: StateChange, options: DescribeOptions = {}): string {
+  return `${paint(formatTime(change.at), 'dim', options)}  ${allocationLabel(change.alloc)}  ${change.from} → ${change.to}`;
+}
+
+export function describeVerdict(record: VerdictRecord, options: DescribeOptions = {}): string {
+  const { outcome } = record;
+  const head = `${paint(formatTime(outcome.at), 'dim', options)}  ${allocationLabel(record.alloc)}  `;
+  if ('stopped' in outcome) return `${head}${paint('stopped', 'note', options)} (desired status stop: not judged)`;
+  if (outcome.healthy) return `${head}${paint('healthy', 'good', options)}`;
+  const reasons = reasonsText(outcome.reasons);
+  return `${head}${paint('unhealthy', 'bad', options)}${reasons === '' ? ' (allocation failed)' : `  ${reasons}`}`;
+}
+
+export function changeJson(change: StateChange): string {
+  return JSON.stringify({ type: 'state', time: formatTime(change.at), ...change.alloc, from: change.from, to: change.to });
+}
+
+export function verdictJson(record: VerdictRecord): string {
+  const { outcome } = record;
+  const base = { time: formatTime(outcome.at), ...record.alloc };
+  if ('stopped' in outcome) return JSON.stringify({ type: 'verdict', verdict: 'stopped', ...base });
+  return JSON.stringify({
+    type: 'verdict',
+    verdict: outcome.healthy ? 'healthy' : 'unhealthy',
+    ...base,
+    reasons: outcome.reasons,
+  });
+}
+
+/** Indented lines explaining an evaluation's outcome. */
+export function describeEvaluation(outcome: EvaluationOutcome, options: DescribeOptions = {}): string[] {
+  const [head = '', ...rest] = outcome.message.split('\n');
+  return [paint(head, outcome.ok ? 'good' : 'bad', options), ...rest.map((line) => `  ${line}`)];
+}
+
+/** The gate's report: a headline, then each unhealthy allocation with its per-task reasons. */
+export function describeDeployment(result: DeploymentResult, options: DescribeOptions = {}): string[] {
+  const job = `${result.jobId} version ${result.version}`;
+  if (result.ok) {
+    return [
+      `${paint('✔', 'good', options)} ${paint(job, 'bold', options)}: deployment healthy, ${result.healthy.length} allocation(s) healthy`,
+    ];
+  }
+  const lines = [`${paint('✘', 'bad', options)} ${paint(job, 'bold', options)}: ${result.reason}`];
+  for (const alloc of result.unhealthy) {
+    lines.push(`  ${alloc.name ?? ''} ${alloc.allocId}`.replace(/^ {2} /, '  '));
+    const tasks = Object.entries(alloc.reasons).sort(([a], [b]) => a.localeCompare(b));
+    if (tasks.length === 0) lines.push('    (the allocation failed; Nomad gave no per-task reason)');
+    for (const [task, reason] of tasks) lines.push(`    ${task}: ${reason}`);
+  }
+  if (result.evaluation) lines.push(...describeEvaluation(result.evaluation, options).slice(1));
+  return lines;
+}
+
+export function deploymentJson(result: DeploymentResult): string {
+  return JSON.stringify({ type: 'deployment', ...result });
+}
