@@ -1,0 +1,134 @@
+import { assign, fromCallback, sendTo, setup } from 'xstate';
+
+/**
+ * One command run in an allocation over Nomad's exec websocket.
+ *
+ *   running ─┬─ phase:    connecting ──► open ⟲ heartbeat every 10 s
+ *            └─ deadline: (armed ──timeout──►) or unbounded
+ *      │
+ *      ├──► exited   (final: the `exited` frame, with its exit code)
+ *      ├──► failed   (final: the transport's typed error)
+ *      └──► cancelled (final: CANCEL from the owner, or the deadline)
+ *
+ * The socket is the invoked `transport` actor (provided with `machine.provide`), so the machine stays
+ * pure and its timers run on whatever clock the actor was created with. Leaving `running` stops the
+ * transport, which ends the remote session.
+ */
+
+export interface ExecSessionInput {
+  allocId: string;
+  task: string;
+  command: readonly string[];
+  tty: boolean;
+  /** Ends the session as `cancelled` (reason `timeout`) if it has not exited by then. */
+  timeoutMs?: number;
+}
+
+/** What the transport reports to the machine. */
+export type ExecTransportEvent =
+  | { type: 'TRANSPORT.OPENED' }
+  | { type: 'TRANSPORT.EXITED'; exitCode: number }
+  | { type: 'TRANSPORT.FAILED'; error: Error };
+
+/** What the machine asks of the transport. */
+export type ExecTransportCommand = { type: 'HEARTBEAT' };
+
+export type ExecSessionEvent = ExecTransportEvent | { type: 'CANCEL' };
+
+export type ExecSessionOutcome =
+  | { status: 'exited'; exitCode: number }
+  | { status: 'failed'; error: Error }
+  | { status: 'cancelled'; reason: 'cancelled' | 'timeout' };
+
+export interface ExecSessionContext extends ExecSessionInput {
+  outcome: ExecSessionOutcome | undefined;
+}
+
+/** Nomad's Go client and UI send `{}` this often (api/allocations_exec.go heartbeatInterval). */
+export const EXEC_HEARTBEAT_MS = 10_000;
+
+export const execSessionMachine = setup({
+  types: {
+    input: {} as ExecSessionInput,
+    context: {} as ExecSessionContext,
+    events: {} as ExecSessionEvent,
+    output: {} as ExecSessionOutcome,
+  },
+  actors: {
+    // Replaced by the owner with a real socket; running without one is a wiring error.
+    transport: fromCallback<ExecTransportCommand, ExecSessionInput>(({ sendBack }) => {
+      sendBack({ type: 'TRANSPORT.FAILED', error: new Error('execSessionMachine needs a transport actor (machine.provide)') });
+    }),
+  },
+  guards: {
+    hasTimeout: ({ context }) => context.timeoutMs !== undefined,
+  },
+  delays: {
+    heartbeat: EXEC_HEARTBEAT_MS,
+    timeout: ({ context }) => context.timeoutMs ?? 0,
+  },
+}).createMachine({
+  id: 'execSession',
+  context: ({ input }) => ({ ...input, outcome: undefined }),
+  initial: 'running',
+  states: {
+    running: {
+      type: 'parallel',
+      invoke: {
+        id: 'transport',
+        src: 'transport',
+        input: ({ context }) => ({
+          allocId: context.allocId,
+          task: context.task,
+          command: context.command,
+          tty: context.tty,
+          ...(context.timeoutMs === undefined ? {} : { timeoutMs: context.timeoutMs }),
+        }),
+      },
+      on: {
+        'TRANSPORT.EXITED': {
+          target: 'exited',
+          actions: assign({ outcome: ({ event }) => ({ status: 'exited', exitCode: event.exitCode }) }),
+        },
+        'TRANSPORT.FAILED': {
+          target: 'failed',
+          actions: assign({ outcome: ({ event }) => ({ status: 'failed', error: event.error }) }),
+        },
+        CANCEL: {
+          target: 'cancelled',
+          actions: assign({ outcome: { status: 'cancelled', reason: 'cancelled' } }),
+        },
+      },
+      states: {
+        phase: {
+          initial: 'connecting',
+          states: {
+            connecting: { on: { 'TRANSPORT.OPENED': 'open' } },
+            open: {
+              after: { heartbeat: { target: 'open', reenter: true, actions: sendTo('transport', { type: 'HEARTBEAT' }) } },
+            },
+          },
+        },
+        deadline: {
+          initial: 'deciding',
+          states: {
+            deciding: { always: [{ guard: 'hasTimeout', target: 'armed' }, { target: 'unbounded' }] },
+            armed: {
+              after: {
+                timeout: {
+                  target: '#execSession.cancelled',
+                  actions: assign({ outcome: { status: 'cancelled', reason: 'timeout' } }),
+                },
+              },
+            },
+            unbounded: {},
+          },
+        },
+      },
+    },
+    exited: { type: 'final' },
+    failed: { type: 'final' },
+    cancelled: { type: 'final' },
+  },
+  output: ({ context }) => context.outcome ?? { status: 'cancelled', reason: 'cancelled' },
+});

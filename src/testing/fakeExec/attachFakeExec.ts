@@ -1,0 +1,242 @@
+import type { IncomingMessage, Server } from 'node:http';
+import { mkdirSync } from 'node:fs';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Clock } from '../../clock/index.js';
+import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
+import { resolveExecutable, spawnLocal, type LocalProcess } from './processes.js';
+
+/** What the fake knows of an allocation. */
+export interface FakeExecTarget {
+  tasks: readonly string[];
+  /** The allocation's working directory (created if missing); commands run in it. */
+  workdir: string;
+}
+
+export interface FakeExecOptions {
+  lookup(allocId: string): FakeExecTarget | undefined;
+  /** Times the escalation from SIGHUP to SIGKILL when a client leaves a command running. */
+  clock: Clock;
+  /** Extra environment for every command (PATH comes from this process unless given). */
+  env?: Readonly<Record<string, string>>;
+}
+
+export interface FakeExec {
+  /** Process ids of commands still running. */
+  readonly running: ReadonlySet<number>;
+  /** Resolves once no command is running. */
+  idle(): Promise<void>;
+  /** Ends every session and stops handling upgrades. */
+  close(): Promise<void>;
+}
+
+/** Nomad 1.1.2's data frames carry at most this much output. */
+export const MAX_FRAME_BYTES = 4096;
+/** Output sent but not yet on the wire before the command's output is paused. */
+const SEND_HIGH_WATER = 1024 * 1024;
+/** A command still running after its client left gets SIGHUP, then SIGKILL after this long. */
+export const KILL_GRACE_MS = 2_000;
+
+const EXEC_PATH = /^\/v1\/client\/allocation\/([^/]+)\/exec$/;
+
+/**
+ * Nomad's exec websocket on a FakeNomad (or any http.Server), as Nomad 1.1.2 behaves
+ * (test/fixtures/nomad-1.1.2/exec): the upgrade always succeeds, errors come as close frames
+ * (1008 unknown allocation, 1011 unknown task or a command that cannot start), output in base64
+ * frames of at most 4096 bytes, `exit_code` left out when 0, and with tty=false nothing final is sent
+ * before the client closes stdin.
+ */
+export function attachFakeExec(server: Server, options: FakeExecOptions): FakeExec {
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  const running = new Set<number>();
+  let idleWaiters: (() => void)[] = [];
+  const sessions = new Set<() => void>();
+
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const url = new URL(request.url ?? '/', 'http://fake');
+    const match = EXEC_PATH.exec(url.pathname);
+    if (match === null) {
+      // Someone else's upgrade, if anyone listens for it.
+      if (server.listenerCount('upgrade') === 1) refuse(socket, 404, '');
+      return;
+    }
+    if (crossOrigin(request)) {
+      refuse(socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
+      return;
+    }
+    const command = parseCommand(url.searchParams.get('command'));
+    if (typeof command === 'string') {
+      refuse(socket, 500, command);
+      return;
+    }
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      const allocId = decodeURIComponent(match[1] ?? '');
+      const tty = /^(1|t|true)$/i.test(url.searchParams.get('tty') ?? 'false');
+      start(ws, allocId, url.searchParams.get('task') ?? '', command, tty);
+    });
+  };
+
+  function start(ws: WebSocket, allocId: string, task: string, command: string[], tty: boolean): void {
+    const target = options.lookup(allocId);
+    if (target === undefined) return closeWith(ws, 1008, `Unknown allocation "${allocId}"`);
+    if (!target.tasks.includes(task)) return closeWith(ws, 1011, 'task not found');
+    const [name, ...args] = command;
+    if (name === undefined) return closeWith(ws, 1008, 'command is not present');
+    const env = {
+      PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
+      HOME: '/root',
+      NOMAD_ALLOC_ID: allocId,
+      NOMAD_TASK_NAME: task,
+      NOMAD_ALLOC_DIR: `${target.workdir}/alloc`,
+      NOMAD_TASK_DIR: `${target.workdir}/${task}/local`,
+      ...options.env,
+    };
+    const executable = resolveExecutable(name, env.PATH);
+    if ('error' in executable) {
+      return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${executable.error}`);
+    }
+    mkdirSync(target.workdir, { recursive: true });
+    let child: LocalProcess;
+    try {
+      child = spawnLocal({ file: executable.file, args, cwd: target.workdir, env, tty });
+    } catch (error) {
+      return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${(error as Error).message}`);
+    }
+    runSession(ws, child, tty);
+  }
+
+  function runSession(ws: WebSocket, child: LocalProcess, tty: boolean): void {
+    running.add(child.pid);
+    let unsent = 0;
+    let stdinClosed = tty;
+    let exitCode: number | undefined;
+    let finished = false;
+    let killTimer: unknown;
+
+    const send = (frame: Exclude<ServerFrame, { kind: 'noop' }>, size = 0): void => {
+      if (ws.readyState !== ws.OPEN) return;
+      unsent += size;
+      if (unsent > SEND_HIGH_WATER) child.pauseOutput(true);
+      ws.send(encodeServerFrame(frame), () => {
+        unsent -= size;
+        if (unsent <= SEND_HIGH_WATER) child.pauseOutput(false);
+      });
+    };
+    const finish = (): void => {
+      if (finished || exitCode === undefined || !stdinClosed) return;
+      finished = true;
+      if (!tty) send({ kind: 'stderr.close' });
+      send({ kind: 'stdout.close' });
+      send({ kind: 'exited', exitCode });
+      ws.close(1000);
+    };
+    const processGone = (): void => {
+      running.delete(child.pid);
+      if (killTimer !== undefined) options.clock.clearTimeout(killTimer);
+      sessions.delete(hangUp);
+      if (running.size === 0) {
+        const waiters = idleWaiters;
+        idleWaiters = [];
+        for (const resolve of waiters) resolve();
+      }
+    };
+    // The client left before the command ended: hang up on it, as a closed terminal would.
+    const hangUp = (): void => {
+      if (!running.has(child.pid)) return;
+      child.signalGroup('SIGHUP');
+      child.signalGroup('SIGCONT');
+      killTimer = options.clock.setTimeout(() => child.signalGroup('SIGKILL'), KILL_GRACE_MS);
+    };
+    sessions.add(hangUp);
+
+    child.onOutput((stream, data) => {
+      for (let at = 0; at < data.length; at += MAX_FRAME_BYTES) {
+        const slice = data.subarray(at, at + MAX_FRAME_BYTES);
+        send({ kind: stream, data: slice }, slice.length);
+      }
+    });
+    child.onDone((code) => {
+      exitCode = code;
+      processGone();
+      finish();
+    });
+    ws.on('message', (raw: Buffer) => {
+      let frame;
+      try {
+        frame = decodeClientFrame(raw.toString());
+      } catch (error) {
+        // Nomad ends the session on anything that is not stdin, tty_size or a heartbeat.
+        closeWith(ws, 1011, (error as Error).message);
+        hangUp();
+        return;
+      }
+      switch (frame.kind) {
+        case 'stdin':
+          child.write(frame.data);
+          return;
+        case 'stdin.close':
+          if (!tty) {
+            stdinClosed = true;
+            child.closeStdin();
+            finish();
+          }
+          return;
+        case 'tty_size':
+          child.resize(frame.rows, frame.cols);
+          return;
+        case 'heartbeat':
+          return;
+      }
+    });
+    ws.on('close', hangUp);
+    ws.on('error', () => undefined);
+  }
+
+  server.on('upgrade', onUpgrade);
+  return {
+    running,
+    idle: () => (running.size === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve))),
+    close: async () => {
+      server.off('upgrade', onUpgrade);
+      for (const client of wss.clients) client.terminate();
+      for (const hangUp of sessions) hangUp();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}
+
+/** Close reasons are limited to 123 bytes by the websocket protocol. */
+function closeWith(ws: WebSocket, code: number, reason: string): void {
+  let text = reason;
+  while (Buffer.byteLength(text) > 123) text = text.slice(0, -1);
+  ws.close(code, text);
+}
+
+function refuse(socket: Duplex, status: number, body: string): void {
+  const reason = status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Internal Server Error';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/** gorilla/websocket's default CheckOrigin: an Origin whose host is not the Host is refused. */
+function crossOrigin(request: IncomingMessage): boolean {
+  const origin = request.headers.origin;
+  if (origin === undefined) return false;
+  try {
+    return new URL(origin).host.toLowerCase() !== (request.headers.host ?? '').toLowerCase();
+  } catch {
+    return true;
+  }
+}
+
+/** The `command` query parameter: a JSON array of strings, or Nomad's error text. */
+function parseCommand(raw: string | null): string[] | string {
+  try {
+    const value: unknown = JSON.parse(raw ?? '');
+    if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value;
+    return 'failed to marshal command into json: command must be an array of strings';
+  } catch (error) {
+    return `failed to marshal command into json: ${(error as Error).message}`;
+  }
+}

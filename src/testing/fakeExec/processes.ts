@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import * as pty from 'node-pty';
+
+/**
+ * The command side of a fake exec session: a real local process, with pipes (tty=false) or a
+ * pseudo-terminal (tty=true, stderr merged, CRLF, resizable), in its own process group so ending the
+ * session reaches everything it started.
+ */
+export interface LocalProcess {
+  readonly pid: number;
+  /** Output as it comes; `stream` is always 'stdout' with a terminal. */
+  onOutput(listener: (stream: 'stdout' | 'stderr', data: Buffer) => void): void;
+  /** Called once the process has exited and all its output was delivered. */
+  onDone(listener: (exitCode: number) => void): void;
+  write(data: Buffer): void;
+  closeStdin(): void;
+  resize(rows: number, cols: number): void;
+  /** Stops (true) or restarts (false) reading output: backpressure. */
+  pauseOutput(paused: boolean): void;
+  signalGroup(signal: NodeJS.Signals): void;
+}
+
+export interface SpawnRequest {
+  file: string;
+  args: readonly string[];
+  cwd: string;
+  env: Record<string, string>;
+  tty: boolean;
+}
+
+/** Go's os/exec wording, as Nomad relays it: the executable could not be found or run. */
+export function resolveExecutable(name: string, path: string | undefined): { file: string } | { error: string } {
+  if (name.includes('/')) {
+    const problem = executableProblem(name);
+    return problem === undefined ? { file: name } : { error: `fork/exec ${name}: ${problem}` };
+  }
+  for (const dir of (path ?? '').split(delimiter)) {
+    const candidate = join(dir === '' ? '.' : dir, name);
+    if (executableProblem(candidate) === undefined) return { file: candidate };
+  }
+  return { error: `exec: "${name}": executable file not found in $PATH` };
+}
+
+function executableProblem(file: string): string | undefined {
+  const stat = statSync(file, { throwIfNoEntry: false });
+  if (stat === undefined) return 'no such file or directory';
+  if (stat.isDirectory()) return 'permission denied';
+  try {
+    accessSync(file, constants.X_OK);
+    return undefined;
+  } catch {
+    return 'permission denied';
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // Already gone.
+  }
+}
+
+const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13 };
+
+export function spawnLocal(request: SpawnRequest): LocalProcess {
+  return request.tty ? spawnTerminal(request) : spawnPiped(request);
+}
+
+function spawnPiped(request: SpawnRequest): LocalProcess {
+  const child = spawn(request.file, [...request.args], {
+    cwd: request.cwd,
+    env: request.env,
+    detached: true,
+    stdio: 'pipe',
+  });
+  const outputs: [Readable, 'stdout' | 'stderr'][] = [
+    [child.stdout, 'stdout'],
+    [child.stderr, 'stderr'],
+  ];
+  child.stdin.on('error', () => undefined);
+  return {
+    pid: child.pid ?? -1,
+    onOutput: (listener) => {
+      for (const [stream, name] of outputs) stream.on('data', (data: Buffer) => listener(name, data));
+    },
+    onDone: (listener) => {
+      child.on('error', () => listener(127));
+      child.on('close', (code, signal) => listener(code ?? 128 + (SIGNAL_NUMBERS[signal ?? ''] ?? 0)));
+    },
+    write: (data) => {
+      if (child.stdin.writable) child.stdin.write(data);
+    },
+    closeStdin: () => child.stdin.end(),
+    // Without a terminal there is no window size to change.
+    resize: () => undefined,
+    pauseOutput: (paused) => {
+      for (const [stream] of outputs) {
+        if (paused) stream.pause();
+        else stream.resume();
+      }
+    },
+    signalGroup: (signal) => {
+      if (child.pid !== undefined) signalGroup(child.pid, signal);
+    },
+  };
+}
+
+function spawnTerminal(request: SpawnRequest): LocalProcess {
+  const terminal = pty.spawn(request.file, [...request.args], {
+    name: 'xterm',
+    cols: 80,
+    rows: 24,
+    cwd: request.cwd,
+    env: request.env,
+    encoding: null,
+  });
+  return {
+    pid: terminal.pid,
+    onOutput: (listener) => {
+      // With `encoding: null` node-pty hands out Buffers; its typings say string.
+      terminal.onData((data) => listener('stdout', Buffer.from(data as unknown as Buffer)));
+    },
+    onDone: (listener) => {
+      terminal.onExit(({ exitCode, signal }) => listener(signal ? 128 + signal : exitCode));
+    },
+    write: (data) => terminal.write(data),
+    // With a terminal, closing stdin is not EOF (Ctrl-D is): Nomad does nothing.
+    closeStdin: () => undefined,
+    resize: (rows, cols) => terminal.resize(cols, rows),
+    pauseOutput: (paused) => {
+      if (paused) terminal.pause();
+      else terminal.resume();
+    },
+    signalGroup: (signal) => signalGroup(terminal.pid, signal),
+  };
+}
