@@ -18,10 +18,10 @@ export class HealthInputError extends HealthError {
   }
 }
 
-/** A Nomad object (allocation, job, task group) cannot be read as the health rules need it. */
-export class NomadShapeError extends HealthError {
-  override name = 'NomadShapeError';
-  override readonly code = 'WARDEN_HEALTH_NOMAD_SHAPE';
+/** A job's health settings (or a user's opt-in policy) hold a value the health rules cannot use. */
+export class HealthPolicyError extends HealthError {
+  override name = 'HealthPolicyError';
+  override readonly code = 'WARDEN_HEALTH_POLICY';
 
   constructor(
     readonly subject: string,

@@ -1,0 +1,129 @@
+/**
+ * The health policy of an allocation, decided as Nomad's client decides whether and how to watch it
+ * (client/allocrunner/health_hook.go newAllocHealthWatcherHook, init and getHealthParams), plus an
+ * opt-in policy for the allocations Nomad does not watch.
+ */
+import type { CheckOnUpdate, ExpectedCheck, HealthPolicy } from '../../machines/allocationHealthTypes.js';
+import type { Job, MigrateStrategy, Service, TaskGroup, UpdateStrategy } from '../nomad/types.js';
+import { HealthPolicyError } from './errors.js';
+import { durationMs } from './nomadTime.js';
+
+/** A user-supplied policy for allocations Nomad does not watch (batch, system, no update block, manual). */
+export interface OptInHealthPolicy {
+  readonly minHealthyTimeMs: number;
+  readonly healthyDeadlineMs: number;
+  /** Default "task_states". */
+  readonly healthCheck?: 'checks' | 'task_states';
+}
+
+export interface HealthPolicyContext {
+  /** The allocation belongs to a deployment (its DeploymentID is set). */
+  readonly deployment: boolean;
+  /** The allocation replaces one being migrated off a draining node. */
+  readonly migration?: boolean;
+  readonly optIn?: OptInHealthPolicy;
+}
+
+export type HealthPolicyDecision =
+  | { readonly watched: true; readonly policy: HealthPolicy }
+  | { readonly watched: false; readonly reason: string };
+
+/** nomad/structs DefaultMigrateStrategy. */
+const MIGRATE_DEFAULTS = { HealthCheck: 'checks', MinHealthyTime: 10_000_000_000, HealthyDeadline: 300_000_000_000 } as const;
+const ON_UPDATES: ReadonlySet<unknown> = new Set<CheckOnUpdate>(['require_healthy', 'ignore_warnings', 'ignore']);
+
+function onUpdateOf(subject: string, value: unknown, inherited: CheckOnUpdate): CheckOnUpdate {
+  if (value === undefined || value === null || value === '') return inherited;
+  if (!ON_UPDATES.has(value)) throw new HealthPolicyError(subject, `unknown on_update ${JSON.stringify(value)}`);
+  return value as CheckOnUpdate;
+}
+
+function servicesChecks(task: string, services: readonly Service[] | null | undefined): ExpectedCheck[] {
+  const checks: ExpectedCheck[] = [];
+  for (const service of services ?? []) {
+    const serviceOnUpdate = onUpdateOf(`service ${service.Name}`, service.OnUpdate, 'require_healthy');
+    for (const check of service.Checks ?? []) {
+      // api/services.go: a check without on_update inherits its service's.
+      const onUpdate = onUpdateOf(`check ${check.Name}`, check.OnUpdate, serviceOnUpdate);
+      checks.push({ task, service: service.Name, name: check.Name, onUpdate });
+    }
+  }
+  return checks;
+}
+
+/** Every check the group declares, group services under task ''. */
+export function expectedChecks(group: TaskGroup): ExpectedCheck[] {
+  return [...servicesChecks('', group.Services), ...group.Tasks.flatMap((task) => servicesChecks(task.Name, task.Services))];
+}
+
+function duration(subject: string, nanoseconds: unknown): number {
+  const ms = durationMs(nanoseconds);
+  if (ms === null) throw new HealthPolicyError(subject, `${JSON.stringify(String(nanoseconds))} is not a duration in nanoseconds`);
+  return ms;
+}
+
+function policyOf(
+  source: HealthPolicy['source'],
+  group: TaskGroup,
+  strategy: { HealthCheck?: unknown; MinHealthyTime?: unknown; HealthyDeadline?: unknown },
+): HealthPolicy {
+  const block = source === 'update' ? 'update' : 'migrate';
+  const healthCheck = strategy.HealthCheck;
+  if (healthCheck !== 'checks' && healthCheck !== 'task_states') {
+    throw new HealthPolicyError(`group ${group.Name} ${block}`, `unknown health_check ${JSON.stringify(healthCheck)}`);
+  }
+  const minHealthyTimeMs = duration(`group ${group.Name} ${block} min_healthy_time`, strategy.MinHealthyTime);
+  const healthyDeadlineMs = duration(`group ${group.Name} ${block} healthy_deadline`, strategy.HealthyDeadline);
+  return { source, minHealthyTimeMs, healthyDeadlineMs, useChecks: healthCheck === 'checks', expectedChecks: expectedChecks(group) };
+}
+
+function optInPolicy(group: TaskGroup, optIn: OptInHealthPolicy): HealthPolicy {
+  const { minHealthyTimeMs, healthyDeadlineMs, healthCheck = 'task_states' } = optIn;
+  for (const [name, value] of [['minHealthyTimeMs', minHealthyTimeMs], ['healthyDeadlineMs', healthyDeadlineMs]] as const) {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+      throw new HealthPolicyError('opt-in health policy', `${name} ${String(value)} is not a duration`);
+    }
+  }
+  // Nomad refuses the same in an update block: the allocation could never be healthy.
+  if (minHealthyTimeMs >= healthyDeadlineMs) {
+    throw new HealthPolicyError('opt-in health policy', 'min_healthy_time must be shorter than healthy_deadline');
+  }
+  return policyOf('opt-in', group, {
+    HealthCheck: healthCheck,
+    MinHealthyTime: minHealthyTimeMs * 1_000_000,
+    HealthyDeadline: healthyDeadlineMs * 1_000_000,
+  });
+}
+
+function nomadDecision(job: Job, group: TaskGroup, context: HealthPolicyContext): HealthPolicyDecision {
+  const type = job.Type ?? 'service';
+  // health_hook.go: neither deployments nor migrations care about non-service jobs.
+  if (type !== 'service' && type !== 'system') return { watched: false, reason: `Nomad does not watch ${type} jobs` };
+  if (context.deployment) {
+    const update: UpdateStrategy | null | undefined = group.Update ?? job.Update;
+    if (update === null || update === undefined || update.MaxParallel === 0) {
+      return { watched: false, reason: `group ${group.Name} has no update block` };
+    }
+    if (update.HealthCheck === 'manual') return { watched: false, reason: `group ${group.Name} sets health manually` };
+    return { watched: true, policy: policyOf('update', group, update) };
+  }
+  if (context.migration === true) {
+    const migrate: MigrateStrategy = { ...MIGRATE_DEFAULTS, ...(group.Migrate ?? {}) };
+    return { watched: true, policy: policyOf('migrate', group, migrate) };
+  }
+  return { watched: false, reason: 'the allocation is neither in a deployment nor a migration' };
+}
+
+/**
+ * How `groupName` of `job` is to be judged. Throws HealthPolicyError when the job names no such
+ * group or its update/migrate block or opt-in policy holds a value Nomad would not accept.
+ */
+export function healthPolicyFor(job: Job, groupName: string, context: HealthPolicyContext): HealthPolicyDecision {
+  const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === groupName);
+  if (group === undefined || !Array.isArray(group.Tasks)) {
+    throw new HealthPolicyError(`job ${job.ID}`, `has no task group ${JSON.stringify(groupName)}`);
+  }
+  const decision = nomadDecision(job, group, context);
+  if (decision.watched || context.optIn === undefined) return decision;
+  return { watched: true, policy: optInPolicy(group, context.optIn) };
+}

@@ -1,0 +1,118 @@
+/**
+ * Replays a recorded Nomad scenario (test/fixtures/nomad-1.1.2/scenarios/<name>) through the health
+ * registry on a VirtualClock at the recorded times, with Nomad's own answer removed from the input:
+ * every DeploymentStatus and every "Alloc Unhealthy" task event is stripped before the adapters see
+ * an allocation. Each allocation is joined with the job version current when it was placed
+ * (job.json / job.v1.json, chosen by the Version of the stream's latest Job event).
+ */
+import { join } from 'node:path';
+import { VirtualClock } from '../../../src/clock/index.js';
+import { HealthRegistry, allocationView, healthPolicyFor, type HealthOutcome, type OptInHealthPolicy } from '../../../src/health/index.js';
+import { parseNomadJson } from '../../../src/nomad/json.js';
+import type { Allocation, EventFrame, Job } from '../../../src/nomad/types.js';
+import { isHeartbeatLine, readScenario, type Scenario } from '../../../src/testing/recording.js';
+
+export const SCENARIOS_DIR = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
+
+export interface ReplayedAllocation {
+  readonly id: string;
+  /** Absent when the allocation was not watched; then `unwatched` says why. */
+  readonly outcome?: HealthOutcome;
+  readonly unwatched?: string;
+  /** Every state the machine passed through, in order. */
+  readonly states: readonly string[];
+  readonly problems: readonly string[];
+}
+
+export interface Replay {
+  readonly scenario: Scenario;
+  readonly allocations: ReadonlyMap<string, ReplayedAllocation>;
+}
+
+function stripNomadVerdict(allocation: Allocation): Allocation {
+  const { DeploymentStatus: _ignored, ...rest } = allocation;
+  const taskStates = rest.TaskStates ?? {};
+  const stripped: NonNullable<Allocation['TaskStates']> = {};
+  for (const [task, state] of Object.entries(taskStates)) {
+    stripped[task] = { ...state, Events: (state.Events ?? []).filter((event) => event.Type !== 'Alloc Unhealthy') };
+  }
+  return { ...rest, TaskStates: stripped };
+}
+
+function requestedIndex(scenario: Scenario): number {
+  const match = /[?&]index=(\d+)/.exec(scenario.meta.stream_query);
+  if (match === null) throw new Error(`${scenario.name}: no index in the stream query`);
+  return Number(match[1]);
+}
+
+export function replayScenario(name: string, optIn?: OptInHealthPolicy): Replay {
+  const scenario = readScenario(join(SCENARIOS_DIR, name));
+  const jobs = new Map<number, Job>();
+  for (const job of [scenario.job, scenario.jobV1]) {
+    if (job !== undefined) jobs.set(Number((job as unknown as Job).Version), job as unknown as Job);
+  }
+  const start = Date.parse(scenario.meta.stream_opened_at);
+  const clock = new VirtualClock({ start });
+  const registry = new HealthRegistry({ clock });
+  const results = new Map<
+    string,
+    { version: number; outcome?: HealthOutcome; unwatched?: string; states: string[]; problems: string[] }
+  >();
+  registry.subscribe((change) => {
+    const entry = results.get(change.allocationId);
+    if (entry === undefined) return;
+    if (change.type === 'transition') entry.states.push(change.to);
+    else entry.outcome = change.outcome;
+  });
+
+  const fromIndex = requestedIndex(scenario);
+  let currentVersion = Math.min(...jobs.keys());
+  const seenIndexes = new Set<number>();
+  for (const line of scenario.stream) {
+    clock.advanceTo(start + line.t);
+    if (isHeartbeatLine(line)) continue;
+    const frame = parseNomadJson(line.raw) as EventFrame;
+    // The stream starts at the closest index, not after it: drop stale and repeated batches.
+    if (frame.Index < fromIndex || seenIndexes.has(frame.Index)) continue;
+    seenIndexes.add(frame.Index);
+    for (const event of frame.Events) {
+      if (event.Topic === 'Job') {
+        const job = (event.Payload as { Job: Job }).Job;
+        if (job.ID === scenario.meta.job_id && jobs.has(Number(job.Version))) currentVersion = Number(job.Version);
+        continue;
+      }
+      if (event.Topic !== 'Allocation') continue;
+      const allocation = stripNomadVerdict((event.Payload as { Allocation: Allocation }).Allocation);
+      if (allocation.JobID !== scenario.meta.job_id) continue;
+      feed(allocation);
+    }
+  }
+  clock.advanceTo(start + Number(scenario.meta.stream_closed_t));
+
+  function feed(allocation: Allocation): void {
+    const known = results.get(allocation.ID);
+    if (known?.unwatched !== undefined) return;
+    // An allocation keeps the job version it was placed with.
+    const version = known?.version ?? currentVersion;
+    const job = jobs.get(version) as Job;
+    const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup);
+    if (group === undefined) throw new Error(`${scenario.name}: no group ${allocation.TaskGroup}`);
+    const { view, problems } = allocationView(allocation, group);
+    if (known !== undefined) {
+      known.problems.push(...problems);
+      registry.updateAllocation(allocation.ID, view);
+      return;
+    }
+    const decision = healthPolicyFor(job, allocation.TaskGroup, { deployment: Boolean(allocation.DeploymentID), ...(optIn ? { optIn } : {}) });
+    if (!decision.watched) {
+      results.set(allocation.ID, { version, unwatched: decision.reason, states: [], problems: [...problems] });
+      return;
+    }
+    results.set(allocation.ID, { version, states: ['pending'], problems: [...problems] });
+    registry.track(allocation.ID, decision.policy, view);
+  }
+
+  const allocations = new Map<string, ReplayedAllocation>();
+  for (const [id, { version: _version, ...entry }] of results) allocations.set(id, { id, ...entry });
+  return { scenario, allocations };
+}
