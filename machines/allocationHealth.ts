@@ -48,7 +48,7 @@ const healthSetup = setup({
       if (event.type !== 'alloc.update') return {};
       const problem = timeProblem(event.now) ?? allocationViewProblem(event.view);
       if (problem !== null) return { rejected: problem };
-      const tasks = assessTasks(event.view);
+      const tasks = assessTasks(event.view, context.policy);
       const moved = startOf({ tasks }) !== startOf(context);
       // tracker.go setTaskHealth(false, false): tasks going unhealthy force the checks to prove
       // themselves again for a whole min_healthy_time.
@@ -113,7 +113,7 @@ export const allocationHealthMachine = healthSetup.createMachine({
       policy: input.policy,
       view: input.view,
       checks,
-      tasks: assessTasks(input.view),
+      tasks: assessTasks(input.view, input.policy),
       now: input.now,
       deadlineAt: input.now + input.policy.healthyDeadlineMs,
       checksPassingSince: null,

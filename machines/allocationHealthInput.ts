@@ -66,6 +66,7 @@ export function healthPolicyProblem(policy: unknown): string | null {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) return `health policy: ${key} is not a duration`;
   }
   if (typeof policy.useChecks !== 'boolean') return 'health policy: useChecks is not a boolean';
+  if (typeof policy.completedTasksAreHealthy !== 'boolean') return 'health policy: completedTasksAreHealthy is not a boolean';
   if (!Array.isArray(policy.expectedChecks)) return 'health policy: expectedChecks is not an array';
   for (const check of policy.expectedChecks as unknown[]) {
     if (!isRecord(check) || typeof check.name !== 'string' || !ON_UPDATES.has(check.onUpdate)) {

@@ -22,7 +22,7 @@ function ephemeralHook(task: TaskView): TaskView['hook'] {
  * skipped; a failed task, or a finished one other than a prestart task, is fatal; any pending task
  * means not everything has started; otherwise the latest StartedAt opens the window.
  */
-export function assessTasks(view: AllocationView): TaskAssessment {
+export function assessTasks(view: AllocationView, policy: HealthPolicy): TaskAssessment {
   let latestStart = Number.NEGATIVE_INFINITY;
   let allStarted = true;
   let someRunning = false;
@@ -31,6 +31,13 @@ export function assessTasks(view: AllocationView): TaskAssessment {
     const hook = ephemeralHook(task);
     if (hook === 'poststop') continue;
     if (hook === 'poststart' && task.state === 'dead' && !task.failed) continue;
+    if (policy.completedTasksAreHealthy && task.state === 'dead' && !task.failed && task.finishedAt !== null) {
+      // Its window closes at its finish at the latest: count it as started early enough for that.
+      const provenFrom = task.finishedAt - policy.minHealthyTimeMs;
+      const start = task.startedAt === null ? provenFrom : Math.min(task.startedAt, provenFrom);
+      if (start > latestStart) latestStart = start;
+      continue;
+    }
     if (task.failed || (task.finishedAt !== null && hook !== 'prestart')) {
       return { kind: 'failed', at: task.finishedAt };
     }

@@ -55,6 +55,12 @@ export interface HealthPolicy {
   /** health_check = "checks" (Nomad's useChecks); checks matter only when `expectedChecks` is non-empty. */
   readonly useChecks: boolean;
   readonly expectedChecks: readonly ExpectedCheck[];
+  /**
+   * Batch work under an opt-in policy: a task that exited successfully has done its job, so it
+   * counts as healthy from its finish instead of failing the allocation. Nomad never watches such
+   * jobs, so its own policies leave this false.
+   */
+  readonly completedTasksAreHealthy: boolean;
 }
 
 export interface HealthVerdict {

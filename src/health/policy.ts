@@ -30,6 +30,8 @@ export type HealthPolicyDecision =
 
 /** nomad/structs DefaultMigrateStrategy. */
 const MIGRATE_DEFAULTS = { HealthCheck: 'checks', MinHealthyTime: 10_000_000_000, HealthyDeadline: 300_000_000_000 } as const;
+/** Jobs whose tasks are meant to finish. */
+const BATCH_TYPES: ReadonlySet<string> = new Set(['batch', 'sysbatch']);
 const ON_UPDATES: ReadonlySet<unknown> = new Set<CheckOnUpdate>(['require_healthy', 'ignore_warnings', 'ignore']);
 
 function onUpdateOf(subject: string, value: unknown, inherited: CheckOnUpdate): CheckOnUpdate {
@@ -66,6 +68,7 @@ function policyOf(
   source: HealthPolicy['source'],
   group: TaskGroup,
   strategy: { HealthCheck?: unknown; MinHealthyTime?: unknown; HealthyDeadline?: unknown },
+  completedTasksAreHealthy = false,
 ): HealthPolicy {
   const block = source === 'update' ? 'update' : 'migrate';
   const healthCheck = strategy.HealthCheck;
@@ -74,10 +77,17 @@ function policyOf(
   }
   const minHealthyTimeMs = duration(`group ${group.Name} ${block} min_healthy_time`, strategy.MinHealthyTime);
   const healthyDeadlineMs = duration(`group ${group.Name} ${block} healthy_deadline`, strategy.HealthyDeadline);
-  return { source, minHealthyTimeMs, healthyDeadlineMs, useChecks: healthCheck === 'checks', expectedChecks: expectedChecks(group) };
+  return {
+    source,
+    minHealthyTimeMs,
+    healthyDeadlineMs,
+    useChecks: healthCheck === 'checks',
+    expectedChecks: expectedChecks(group),
+    completedTasksAreHealthy,
+  };
 }
 
-function optInPolicy(group: TaskGroup, optIn: OptInHealthPolicy): HealthPolicy {
+function optInPolicy(job: Job, group: TaskGroup, optIn: OptInHealthPolicy): HealthPolicy {
   const { minHealthyTimeMs, healthyDeadlineMs, healthCheck = 'task_states' } = optIn;
   for (const [name, value] of [['minHealthyTimeMs', minHealthyTimeMs], ['healthyDeadlineMs', healthyDeadlineMs]] as const) {
     if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
@@ -88,11 +98,8 @@ function optInPolicy(group: TaskGroup, optIn: OptInHealthPolicy): HealthPolicy {
   if (minHealthyTimeMs >= healthyDeadlineMs) {
     throw new HealthPolicyError('opt-in health policy', 'min_healthy_time must be shorter than healthy_deadline');
   }
-  return policyOf('opt-in', group, {
-    HealthCheck: healthCheck,
-    MinHealthyTime: minHealthyTimeMs * 1_000_000,
-    HealthyDeadline: healthyDeadlineMs * 1_000_000,
-  });
+  const strategy = { HealthCheck: healthCheck, MinHealthyTime: minHealthyTimeMs * 1_000_000, HealthyDeadline: healthyDeadlineMs * 1_000_000 };
+  return policyOf('opt-in', group, strategy, BATCH_TYPES.has(job.Type ?? 'service'));
 }
 
 function nomadDecision(job: Job, group: TaskGroup, context: HealthPolicyContext): HealthPolicyDecision {
@@ -125,5 +132,5 @@ export function healthPolicyFor(job: Job, groupName: string, context: HealthPoli
   }
   const decision = nomadDecision(job, group, context);
   if (decision.watched || context.optIn === undefined) return decision;
-  return { watched: true, policy: optInPolicy(group, context.optIn) };
+  return { watched: true, policy: optInPolicy(job, group, context.optIn) };
 }
