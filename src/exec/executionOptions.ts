@@ -1,0 +1,55 @@
+import { shellJoin, shellQuote } from './shellQuote.js';
+
+/**
+ * How a code-execution service runs a command (Poseidon's ExecuteCommand): as root or as an
+ * unprivileged user, without the NOMAD_* variables of the task's environment, with stderr kept apart
+ * from stdout under a tty. Every piece of shell text is built with shellQuote.
+ */
+export interface ExecutionOptions {
+  /** Run as the allocation's user (true, the default) or through the `setuser` wrapper. */
+  privileged?: boolean;
+  /** argv prefix that runs the rest as the unprivileged user. Default: Poseidon's `/sbin/setuser user`. */
+  setuser?: readonly string[];
+  /** Remove every NOMAD_* variable from the command's environment. Default true. */
+  removeNomadEnvironment?: boolean;
+  /** Directory for the stderr fifo (with tty and separateStderr). Default /tmp. */
+  fifoDirectory?: string;
+}
+
+export const DEFAULT_SETUSER: readonly string[] = ['/sbin/setuser', 'user'];
+
+// Names only: a value containing a newline can at worst name a variable that is then unset, harmlessly.
+const UNSET_NOMAD = `unset $(env | sed -n 's/^\\(NOMAD_[A-Za-z0-9_]*\\)=.*/\\1/p')`;
+
+function asUser(argv: readonly string[], options: ExecutionOptions): string[] {
+  return options.privileged === false ? [...(options.setuser ?? DEFAULT_SETUSER), ...argv] : [...argv];
+}
+
+/** Runs `script` in /bin/sh as the chosen user. */
+function shell(script: string, options: ExecutionOptions): string[] {
+  return asUser(['/bin/sh', '-c', script], options);
+}
+
+/** The argv to ask Nomad for: `command` wrapped as the options say (unchanged when they ask nothing). */
+export function wrapCommand(command: readonly string[], options: ExecutionOptions = {}, stderrFifo?: string): string[] {
+  const steps: string[] = [];
+  if (options.removeNomadEnvironment !== false) steps.push(UNSET_NOMAD);
+  if (stderrFifo !== undefined) {
+    const fifo = shellQuote(stderrFifo);
+    // Wait for the reader's fifo, send stderr into it, and remove its name once both ends are open.
+    steps.push(`until [ -p ${fifo} ]; do sleep 0.01; done`, `exec 2>${fifo}`, `rm -f ${fifo}`);
+  }
+  if (steps.length === 0) return asUser(command, options);
+  return shell([...steps, `exec ${shellJoin(command)}`].join('; '), options);
+}
+
+/** The second exec that creates the fifo and copies what arrives in it: the command's stderr. */
+export function stderrReaderCommand(stderrFifo: string, options: ExecutionOptions = {}): string[] {
+  const fifo = shellQuote(stderrFifo);
+  return shell(`mkfifo -m 600 ${fifo} && { cat ${fifo}; rm -f ${fifo}; }`, options);
+}
+
+/** Removes a fifo left by a session that ended before both its ends were open. */
+export function removeFifoCommand(stderrFifo: string, options: ExecutionOptions = {}): string[] {
+  return shell(`rm -f ${shellQuote(stderrFifo)}`, options);
+}
