@@ -96,3 +96,13 @@ export class NomadStreamError extends NomadError {
     this.name = 'NomadStreamError';
   }
 }
+
+/**
+ * Worth retrying: the network, time limits, garbled or broken bodies, 408, 429 and 5xx. Any other
+ * 4xx (bad parameter, ACL) will not change by asking again. Errors that are not NomadErrors are
+ * not retried: they are bugs to surface.
+ */
+export function isRetryable(error: unknown): boolean {
+  if (error instanceof NomadHttpError) return error.status >= 500 || error.status === 429 || error.status === 408;
+  return error instanceof NomadError;
+}

@@ -1,0 +1,59 @@
+/**
+ * Decoding of one event-stream line into a frame, and type guards for the events Warden reads.
+ * Unknown topics and event types pass through untouched; only a line that is not a frame at all
+ * (not JSON, no Index/Events) is an error.
+ */
+import { NomadDecodeError } from './errors.js';
+import { parseNomadJson } from './json.js';
+import type { AllocationEvent, DeploymentEvent, EvaluationEvent, EventFrame, JobEvent, NomadEvent } from './types.js';
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function isEvent(value: unknown): value is NomadEvent {
+  return isRecord(value) && typeof value.Topic === 'string' && typeof value.Index === 'number' && isRecord(value.Payload);
+}
+
+/**
+ * The frame of a line, or null for a heartbeat (`{}`; Nomad's own client also treats Index 0
+ * without events as one). Throws NomadDecodeError for anything else.
+ */
+export function decodeFrame(line: string): EventFrame | null {
+  const value = parseNomadJson(line);
+  if (!isRecord(value)) throw new NomadDecodeError('event stream line is not a JSON object', line);
+  const { Index, Events } = value;
+  if ((Index === undefined || Index === 0) && (Events === undefined || Events === null)) return null;
+  if (typeof Index !== 'number' || !Number.isSafeInteger(Index) || Index < 0) {
+    throw new NomadDecodeError('event stream frame without a valid Index', line);
+  }
+  if (!Array.isArray(Events) || !Events.every(isEvent)) {
+    throw new NomadDecodeError('event stream frame without a valid Events list', line);
+  }
+  return { Index, Events };
+}
+
+function hasObject<K extends string>(event: NomadEvent, topic: string, key: K, idKey = 'ID'): boolean {
+  if (event.Topic !== topic) return false;
+  const payload = (event.Payload as Record<string, unknown>)[key];
+  return isRecord(payload) && typeof payload[idKey] === 'string';
+}
+
+export function isAllocationEvent(event: NomadEvent): event is AllocationEvent {
+  return (
+    hasObject(event, 'Allocation', 'Allocation') &&
+    typeof (event.Payload as { Allocation: Record<string, unknown> }).Allocation.ModifyIndex === 'number'
+  );
+}
+
+export function isJobEvent(event: NomadEvent): event is JobEvent {
+  return hasObject(event, 'Job', 'Job');
+}
+
+export function isEvaluationEvent(event: NomadEvent): event is EvaluationEvent {
+  return hasObject(event, 'Evaluation', 'Evaluation');
+}
+
+export function isDeploymentEvent(event: NomadEvent): event is DeploymentEvent {
+  return hasObject(event, 'Deployment', 'Deployment');
+}

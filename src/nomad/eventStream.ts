@@ -1,0 +1,234 @@
+/**
+ * Nomad's event stream as a resumable RxJS Observable.
+ *
+ * - Framing: NDJSON cut on bytes (NdjsonDecoder); `{}` heartbeats; Nomad's raw error text at the
+ *   end of a broken stream becomes a NomadStreamError.
+ * - Resume: after any error or close, wait (exponential back-off with jitter, on the injected
+ *   clock) and reconnect from the last index delivered + 1. Nomad answers with "the closest
+ *   batch" (a batch at or below the index asked for, or its whole buffer when the index is too
+ *   old), so every batch at or below the last delivered index is dropped.
+ * - Reconcile: Nomad marks no gap, so after each reconnect the watched allocations are listed and
+ *   the ones that changed are delivered as synthetic `Resync` events (list, then watch).
+ * - Freshness: an allocation is never delivered with a ModifyIndex at or below one already
+ *   delivered.
+ * - A 4xx other than 408/429 (bad topic, ACL) ends the Observable with the NomadHttpError: asking
+ *   again will not help. Everything else is retried.
+ */
+import { BehaviorSubject, Observable, defer, distinctUntilChanged, finalize, retry, share, throwError, timer } from 'rxjs';
+import type { Clock } from '../clock/index.js';
+import { schedulerFor, systemClock } from '../clock/index.js';
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import type { NomadClient } from './client.js';
+import { NomadDecodeError, NomadHttpError, NomadStreamError, isRetryable } from './errors.js';
+import { decodeFrame, isAllocationEvent } from './eventFrames.js';
+import { AllocationFreshness } from './freshness.js';
+import { NdjsonDecoder } from './ndjson.js';
+import { listWatchedAllocations, resyncScope, type ResyncScope } from './resync.js';
+import type { Allocation, AllocationEvent, NomadEvent } from './types.js';
+
+export type StreamStatus = 'connecting' | 'resyncing' | 'streaming' | 'backingOff' | 'stopped' | 'failed';
+
+export interface StreamState {
+  status: StreamStatus;
+  /** Index of the newest batch delivered (0 before the first). */
+  lastIndex: number;
+  /** Connection attempts that failed in a row (0 once a connection delivers a line). */
+  failures: number;
+  /** While backing off: the clock time of the next attempt. */
+  retryAt?: number;
+  /** The error behind the last failure (its message never holds the token). */
+  error?: Error;
+}
+
+export interface EventBatch {
+  /** Raft index of the frame; for a resync batch, the listing's X-Nomad-Index. */
+  index: number;
+  events: NomadEvent[];
+  /** true for the synthetic allocation updates of a reconnect's listing. */
+  resync: boolean;
+}
+
+export interface EventStreamOptions {
+  /** `Topic`, `Topic:Key`, `*` (Nomad's `topic` query parameter, repeatable). */
+  topics: readonly string[];
+  /** Default: the client's namespace; `*` = every namespace (Nomad 1.2+). */
+  namespace?: string;
+  /** First index to ask for (default 0: Nomad replays its whole buffer first). */
+  index?: number;
+  clock?: Clock;
+  backoff?: BackoffOptions;
+  /** Reconnect when nothing (not even a heartbeat, sent every 30 s) arrived for this long. */
+  idleTimeoutMs?: number;
+  /** Also list the watched allocations before the first connection (default false). */
+  resyncOnStart?: boolean;
+}
+
+export interface NomadEventStream {
+  /** Batches in index order, shared between subscribers; the connection lives while subscribed. */
+  readonly batches: Observable<EventBatch>;
+  /** Connection state, for display; replays the current state to each subscriber. */
+  readonly state: Observable<StreamState>;
+}
+
+const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
+
+/** The per-stream memory that survives reconnects: what was delivered. */
+class StreamSession {
+  lastIndex: number;
+  failures = 0;
+  private needsResync: boolean;
+  private readonly freshness = new AllocationFreshness();
+  private readonly scope: ResyncScope;
+  readonly state: BehaviorSubject<StreamState>;
+
+  constructor(
+    private readonly client: NomadClient,
+    private readonly options: EventStreamOptions,
+    private readonly clock: Clock,
+  ) {
+    this.lastIndex = Math.max(0, (options.index ?? 0) - 1);
+    this.needsResync = options.resyncOnStart ?? false;
+    this.scope = resyncScope(options.topics);
+    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: this.lastIndex, failures: 0 });
+  }
+
+  setStatus(status: StreamStatus, extra: Partial<StreamState> = {}): void {
+    this.state.next({ status, lastIndex: this.lastIndex, failures: this.failures, ...extra });
+  }
+
+  /** One connection: resolves never; fails (to be retried) when the stream breaks or ends. */
+  connect(): Observable<EventBatch> {
+    return new Observable<EventBatch>((subscriber) => {
+      const connection = new AbortController();
+      this.pump(connection, (batch) => subscriber.next(batch)).catch((error: unknown) => {
+        if (!subscriber.closed) subscriber.error(error);
+      });
+      return () => connection.abort();
+    });
+  }
+
+  /** Called on every failure: decides between retrying after a delay and giving up. */
+  retryDelay(error: unknown, backoff: BackoffOptions | undefined): Observable<number> {
+    const wrapped = error instanceof Error ? error : new Error(String(error));
+    if (error instanceof NomadHttpError && !isRetryable(error)) {
+      this.setStatus('failed', { error: wrapped });
+      return throwError(() => error);
+    }
+    this.failures++;
+    this.needsResync = true;
+    const delay = backoffDelay(this.failures, backoff);
+    this.setStatus('backingOff', { retryAt: this.clock.now() + delay, error: wrapped });
+    return timer(delay, schedulerFor(this.clock));
+  }
+
+  private async pump(connection: AbortController, deliver: (batch: EventBatch) => void): Promise<void> {
+    this.setStatus('connecting');
+    const index = this.lastIndex > 0 ? this.lastIndex + 1 : (this.options.index ?? 0);
+    const request = { topics: this.options.topics, index, signal: connection.signal };
+    const idleMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    let idle: unknown;
+    const armIdle = (): void => {
+      if (idle !== undefined) this.clock.clearTimeout(idle);
+      idle = this.clock.setTimeout(() => {
+        connection.abort(new NomadStreamError('idle', `event stream silent for ${idleMs} ms`));
+      }, idleMs);
+    };
+    try {
+      armIdle();
+      const response = await this.client.openEventStream(
+        this.options.namespace === undefined ? request : { ...request, namespace: this.options.namespace },
+      );
+      if (this.needsResync) {
+        this.setStatus('resyncing');
+        const batch = await this.resync(connection.signal);
+        this.needsResync = false;
+        if (batch !== undefined) deliver(batch);
+      }
+      this.setStatus('streaming');
+      armIdle();
+      const decoder = new NdjsonDecoder();
+      for await (const chunk of response.body) {
+        armIdle();
+        for (const line of decoder.push(chunk)) this.handleLine(line, deliver);
+      }
+      throw endOfStream(decoder.end());
+    } catch (error) {
+      // An abort of ours (idle) carries its own reason; undici reports it as a generic abort.
+      const reason: unknown = connection.signal.reason;
+      throw reason instanceof NomadStreamError ? reason : error;
+    } finally {
+      if (idle !== undefined) this.clock.clearTimeout(idle);
+    }
+  }
+
+  private handleLine(line: string, deliver: (batch: EventBatch) => void): void {
+    let frame;
+    try {
+      frame = decodeFrame(line);
+    } catch (error) {
+      // Nomad 1.x appends its error text raw before closing; a proxy may add a newline to it.
+      if (error instanceof NomadDecodeError && !line.startsWith('{')) throw endOfStream(line);
+      throw error;
+    }
+    if (this.failures > 0) {
+      this.failures = 0;
+      this.setStatus('streaming');
+    }
+    if (frame === null || frame.Index <= this.lastIndex) return;
+    this.lastIndex = frame.Index;
+    const events = frame.Events.filter((event) => !isAllocationEvent(event) || this.admit(event.Payload.Allocation));
+    if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+  }
+
+  private admit(allocation: Allocation): boolean {
+    return this.freshness.admit(allocation.ID, allocation.ModifyIndex);
+  }
+
+  /** Lists the watched allocations and returns the changed ones as synthetic events. */
+  private async resync(signal: AbortSignal): Promise<EventBatch | undefined> {
+    const listing = await listWatchedAllocations(this.client, this.scope, {
+      namespace: this.options.namespace,
+      signal,
+      isKnown: (id, modifyIndex) => (this.freshness.known(id) ?? -1) >= modifyIndex,
+    });
+    const events = listing.allocations.filter((allocation) => this.admit(allocation)).map(resyncEvent);
+    return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
+  }
+}
+
+function endOfStream(rest: string): NomadStreamError {
+  const text = rest.trim();
+  if (text === '') return new NomadStreamError('closed', 'event stream closed by the server');
+  if (text.startsWith('{')) return new NomadStreamError('truncated', 'event stream ended inside a line');
+  return new NomadStreamError('server-error', `event stream ended with an error from Nomad: ${text.slice(0, 500)}`);
+}
+
+function resyncEvent(allocation: Allocation): AllocationEvent {
+  return {
+    Topic: 'Allocation',
+    Type: 'Resync',
+    Key: allocation.ID,
+    Namespace: allocation.Namespace ?? '',
+    FilterKeys: [allocation.JobID, allocation.DeploymentID ?? ''],
+    Index: allocation.ModifyIndex,
+    Payload: { Allocation: allocation },
+  };
+}
+
+/**
+ * The event stream of `client` for `options.topics`. Subscribing to `batches` connects; the last
+ * unsubscribe disconnects; a later subscribe resumes after the last batch delivered.
+ */
+export function nomadEventStream(client: NomadClient, options: EventStreamOptions): NomadEventStream {
+  const clock = options.clock ?? systemClock;
+  const session = new StreamSession(client, options, clock);
+  const batches = defer(() => session.connect()).pipe(
+    retry({ delay: (error: unknown) => session.retryDelay(error, options.backoff) }),
+    finalize(() => {
+      if (session.state.value.status !== 'failed') session.setStatus('stopped');
+    }),
+    share(),
+  );
+  const state = session.state.pipe(distinctUntilChanged());
+  return { batches, state };
+}
