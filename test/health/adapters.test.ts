@@ -1,0 +1,177 @@
+/**
+ * Nomad → machine adapters: which policy Nomad's client would use (health_hook.go init and
+ * getHealthParams), and the compact view of an allocation, with bad input reported, never thrown.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { HealthPolicyError, allocationView, healthPolicyFor, parseNomadTime } from '../../src/health/index.js';
+import { parseNomadJson } from '../../src/nomad/json.js';
+import type { Allocation, Job, TaskGroup } from '../../src/nomad/types.js';
+
+const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2');
+const recordedJob = (scenario: string): Job =>
+  parseNomadJson(readFileSync(join(FIXTURES, 'scenarios', scenario, 'job.json'), 'utf8')) as Job;
+
+function withGroup(job: Job, change: (group: TaskGroup) => TaskGroup): Job {
+  return { ...job, TaskGroups: (job.TaskGroups ?? []).map(change) };
+}
+
+describe('healthPolicyFor (health_hook.go)', () => {
+  const job = recordedJob('healthy_task_states');
+
+  it('in a deployment: the group update block, in milliseconds', () => {
+    expect(healthPolicyFor(job, 'app', { deployment: true })).toEqual({
+      watched: true,
+      policy: {
+        source: 'update',
+        minHealthyTimeMs: 2000,
+        healthyDeadlineMs: 20_000,
+        useChecks: false,
+        expectedChecks: [],
+        completedTasksAreHealthy: false,
+      },
+    });
+  });
+
+  it('in a migration: the migrate block, defaulted as Nomad does (checks, 10s, 5m)', () => {
+    const bare = withGroup(job, (group) => ({ ...group, Migrate: null }));
+    expect(healthPolicyFor(bare, 'app', { deployment: false, migration: true })).toMatchObject({
+      watched: true,
+      policy: { source: 'migrate', minHealthyTimeMs: 10_000, healthyDeadlineMs: 300_000, useChecks: true },
+    });
+  });
+
+  it('health_check = manual is not watched; an opt-in policy takes over', () => {
+    const manual = recordedJob('manual_health');
+    expect(healthPolicyFor(manual, 'app', { deployment: true })).toEqual({ watched: false, reason: 'group app sets health manually' });
+    const optIn = { minHealthyTimeMs: 1000, healthyDeadlineMs: 9000 };
+    expect(healthPolicyFor(manual, 'app', { deployment: true, optIn })).toMatchObject({
+      watched: true,
+      policy: { source: 'opt-in', minHealthyTimeMs: 1000, healthyDeadlineMs: 9000, useChecks: false },
+    });
+  });
+
+  it('batch jobs are never watched by Nomad', () => {
+    expect(healthPolicyFor(recordedJob('batch_job'), 'app', { deployment: false })).toEqual({
+      watched: false,
+      reason: 'Nomad does not watch batch jobs',
+    });
+  });
+
+  it('an update block with max_parallel 0 means no deployment health', () => {
+    const none = withGroup(job, (group) => ({ ...group, Update: { ...group.Update, MaxParallel: 0 } }));
+    expect(healthPolicyFor(none, 'app', { deployment: true })).toMatchObject({ watched: false });
+  });
+
+  it('neither deployment nor migration: Nomad has nothing to judge', () => {
+    expect(healthPolicyFor(job, 'app', { deployment: false })).toMatchObject({ watched: false });
+  });
+
+  it('collects the group and task checks, on_update inherited from the service', () => {
+    const checked = withGroup(job, (group) => ({
+      ...group,
+      Update: { ...group.Update, HealthCheck: 'checks' },
+      Services: [{ Name: 'edge', Checks: [{ Name: 'tcp', Type: 'tcp' }] }],
+      Tasks: group.Tasks.map((task) => ({
+        ...task,
+        Services: [{ Name: 'web', OnUpdate: 'ignore_warnings', Checks: [{ Name: 'http', Type: 'http' }, { Name: 'ready', Type: 'http', OnUpdate: 'ignore' }] }],
+      })),
+    }));
+    const decision = healthPolicyFor(checked, 'app', { deployment: true });
+    expect(decision.watched && decision.policy.expectedChecks).toEqual([
+      { task: '', service: 'edge', name: 'tcp', onUpdate: 'require_healthy' },
+      { task: 'main', service: 'web', name: 'http', onUpdate: 'ignore_warnings' },
+      { task: 'main', service: 'web', name: 'ready', onUpdate: 'ignore' },
+    ]);
+    expect(decision.watched && decision.policy.useChecks).toBe(true);
+  });
+
+  it.each([
+    ['an unknown health_check', (group: TaskGroup) => ({ ...group, Update: { ...group.Update, HealthCheck: 'sometimes' as never } })],
+    ['a negative min_healthy_time', (group: TaskGroup) => ({ ...group, Update: { ...group.Update, MinHealthyTime: -1 } })],
+    ['a string deadline', (group: TaskGroup) => ({ ...group, Update: { ...group.Update, HealthyDeadline: '5m' as never } })],
+    [
+      'an unknown on_update',
+      (group: TaskGroup) => ({ ...group, Services: [{ Name: 's', OnUpdate: 'maybe' as never, Checks: [{ Name: 'c', Type: 'tcp' }] }] }),
+    ],
+  ])('%s is a HealthPolicyError', (_case, change) => {
+    expect(() => healthPolicyFor(withGroup(job, change), 'app', { deployment: true })).toThrow(HealthPolicyError);
+  });
+
+  it('an unknown group or a bad opt-in policy is a HealthPolicyError', () => {
+    expect(() => healthPolicyFor(job, 'nope', { deployment: true })).toThrow(HealthPolicyError);
+    const batch = recordedJob('batch_job');
+    expect(() => healthPolicyFor(batch, 'app', { deployment: false, optIn: { minHealthyTimeMs: 5000, healthyDeadlineMs: 5000 } })).toThrow(
+      /min_healthy_time must be shorter/,
+    );
+    expect(() => healthPolicyFor(batch, 'app', { deployment: false, optIn: { minHealthyTimeMs: Number.NaN, healthyDeadlineMs: 5000 } })).toThrow(
+      HealthPolicyError,
+    );
+  });
+});
+
+describe('allocationView', () => {
+  const group: TaskGroup = {
+    Name: 'app',
+    Tasks: [
+      { Name: 'init', Driver: 'raw_exec', Lifecycle: { Hook: 'prestart', Sidecar: false } },
+      { Name: 'main', Driver: 'raw_exec' },
+    ],
+  };
+  const base = { ID: 'a1', JobID: 'j', TaskGroup: 'app', ModifyIndex: 1, ClientStatus: 'running', DesiredStatus: 'run' } as const;
+  const state = (overrides: object) => ({ State: 'running', Failed: false, Restarts: 0, LastRestart: null, StartedAt: null, FinishedAt: null, Events: [], ...overrides });
+
+  it('reads the recorded allocation of the API fixture', () => {
+    const exchange = JSON.parse(readFileSync(join(FIXTURES, 'api', 'get_allocation.json'), 'utf8')) as { response: { body: string } };
+    const allocation = parseNomadJson(exchange.response.body) as Allocation;
+    const job = allocation.Job as Job;
+    const { view, problems } = allocationView(allocation, (job.TaskGroups as TaskGroup[])[0] as TaskGroup);
+    expect(problems).toEqual([]);
+    expect(view.clientStatus).toBe(allocation.ClientStatus);
+    expect(view.tasks.main).toMatchObject({ state: 'running', failed: false, hook: null, sidecar: false, finishedAt: null });
+    // Date.parse drops the digits below the millisecond; the view keeps them.
+    expect(Math.floor(view.tasks.main?.startedAt as number)).toBe(Date.parse(allocation.TaskStates?.main?.StartedAt as string));
+  });
+
+  it('a task Nomad has not reported yet is pending; lifecycle comes from the group', () => {
+    const { view } = allocationView({ ...base, TaskStates: {} }, group);
+    expect(view.tasks).toEqual({
+      init: { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null, hook: 'prestart', sidecar: false },
+      main: { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null, hook: null, sidecar: false },
+    });
+  });
+
+  it('unknown task names are ignored with a reason', () => {
+    const { view, problems } = allocationView({ ...base, TaskStates: { ghost: state({}) as never } }, group);
+    expect(Object.keys(view.tasks)).toEqual(['init', 'main']);
+    expect(problems).toEqual(['task ghost is not in group app, ignored']);
+  });
+
+  it('unparsable times and unknown states are reported, not thrown', () => {
+    const { view, problems } = allocationView(
+      { ...base, TaskStates: { main: state({ State: 'exploded', StartedAt: 'yesterday', FinishedAt: 42 }) as never } },
+      group,
+    );
+    expect(view.tasks.main).toMatchObject({ state: 'pending', startedAt: null, finishedAt: null });
+    expect(problems).toHaveLength(3);
+  });
+});
+
+describe('parseNomadTime', () => {
+  it('keeps the sub-millisecond digits of RFC3339Nano as a fraction', () => {
+    expect(parseNomadTime('2026-11-29T17:05:02.255409123Z')).toEqual({ ok: true, ms: Date.parse('2026-11-29T17:05:02.255Z') + 0.409123 });
+  });
+
+  it('honours offsets and short fractions', () => {
+    expect(parseNomadTime('2026-11-29T18:05:02.5+01:00')).toEqual({ ok: true, ms: Date.parse('2026-11-29T17:05:02.500Z') });
+  });
+
+  it('reads null and Go zero time as unknown', () => {
+    expect(parseNomadTime(null)).toEqual({ ok: true, ms: null });
+    expect(parseNomadTime('0001-01-01T00:00:00Z')).toEqual({ ok: true, ms: null });
+  });
+
+  it.each(['', 'now', '2026-13-45T99:00:00Z', '2026-11-29 17:05:02Z', 17])('refuses %p', (value) => {
+    expect(parseNomadTime(value)).toMatchObject({ ok: false });
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * The many-allocation runtime: one stored snapshot and at most one clock timer per allocation,
+ * updates that change nothing never reach the machine, changes and verdicts go to subscribers,
+ * an inspection observer sees every step, and bad input never throws out of a step or wedges it.
+ */
+import type { InspectionEvent } from 'xstate';
+import { VirtualClock } from '../../src/clock/index.js';
+import { HealthInputError, HealthRegistry, type AllocationView, type CheckView } from '../../src/health/index.js';
+import { T0, harness, policy, running, task, view } from './support/builders.js';
+
+describe('HealthRegistry', () => {
+  it('announces every transition with its clock time, then the outcome', () => {
+    const { clock, registry, changes } = harness();
+    registry.track('a', policy(), view({ web: task() }, { clientStatus: 'pending' }));
+    clock.advance(100);
+    registry.updateAllocation('a', view({ web: running(T0 + 80) }));
+    clock.advance(5000);
+    expect(changes).toEqual([
+      { type: 'transition', allocationId: 'a', from: 'pending', to: 'minHealthyWait', at: T0 + 100 },
+      { type: 'transition', allocationId: 'a', from: 'minHealthyWait', to: 'healthy', at: T0 + 2080 },
+      { type: 'outcome', allocationId: 'a', outcome: { healthy: true, at: T0 + 2080, reasons: {} } },
+    ]);
+  });
+
+  it('keeps at most one timer per allocation and none once decided', () => {
+    const { clock, registry } = harness();
+    for (const id of ['a', 'b', 'c']) registry.track(id, policy(), view({ web: task() }));
+    expect(clock.pending()).toBe(3);
+    registry.updateAllocation('a', view({ web: running(T0) }));
+    expect(clock.pending()).toBe(3);
+    clock.advance(2000);
+    expect(registry.status('a')?.state).toBe('healthy');
+    expect(clock.pending()).toBe(2);
+  });
+
+  it('an update that does not change the compact view is not sent to the machine', () => {
+    const inspected: InspectionEvent[] = [];
+    const registry = new HealthRegistry({ clock: new VirtualClock({ start: T0 }), inspect: (event) => inspected.push(event) });
+    const first = view({ web: running(T0) });
+    registry.track('a', policy(), first);
+    const count = inspected.length;
+    expect(registry.updateAllocation('a', { ...first, tasks: { web: running(T0) } })).toBe(false);
+    expect(inspected).toHaveLength(count);
+    expect(registry.updateAllocation('a', view({ web: running(T0, { restarts: 1 }) }))).toBe(true);
+    expect(inspected.length).toBeGreaterThan(count);
+  });
+
+  it('passes @xstate.event and @xstate.snapshot inspection events with an actor ref per allocation', () => {
+    const inspected: InspectionEvent[] = [];
+    const registry = new HealthRegistry({ clock: new VirtualClock({ start: T0 }), inspect: { next: (event) => inspected.push(event) } });
+    registry.track('alloc-1', policy(), view({ web: running(T0) }));
+    expect(inspected.map((event) => event.type)).toEqual(['@xstate.event', '@xstate.snapshot']);
+    const snapshotEvent = inspected[1] as Extract<InspectionEvent, { type: '@xstate.snapshot' }>;
+    expect(snapshotEvent.rootId).toBe('alloc-1');
+    expect(snapshotEvent.actorRef.sessionId).toBe('alloc-1');
+    expect(snapshotEvent.actorRef.getSnapshot()).toBe(registry.snapshot('alloc-1'));
+    // Events sent through the inspected ref take the same path as the API.
+    snapshotEvent.actorRef.send({ type: 'alloc.update', view: view({ web: running(T0) }, { desiredStatus: 'stop' }), now: 0 });
+    expect(registry.status('alloc-1')?.state).toBe('stopped');
+  });
+
+  it('drop forgets the allocation and cancels its timer; the id can be tracked again', () => {
+    const { clock, registry, changes } = harness();
+    registry.track('a', policy(), view({ web: running(T0) }));
+    expect(registry.drop('a')).toBe(true);
+    expect(registry.drop('a')).toBe(false);
+    expect(clock.pending()).toBe(0);
+    expect(registry.status('a')).toBeUndefined();
+    clock.advance(10_000);
+    expect(changes.filter((change) => change.type === 'outcome')).toEqual([]);
+    registry.track('a', policy(), view({ web: task() }));
+    expect(registry.status('a')?.state).toBe('pending');
+  });
+
+  it('tracking a known id again only updates its view (the deadline keeps counting from the first)', () => {
+    const { clock, registry } = harness();
+    registry.track('a', policy(), view({ web: task() }));
+    clock.advance(4000);
+    registry.track('a', policy({ healthyDeadlineMs: 60_000 }), view({ web: running(T0 + 4000) }));
+    clock.advance(1000);
+    expect(registry.status('a')?.outcome).toMatchObject({ healthy: false, at: T0 + 5000 });
+  });
+
+  it('updates for unknown allocations are refused, not thrown', () => {
+    const { registry } = harness();
+    expect(registry.updateAllocation('nope', view({}))).toBe(false);
+    expect(registry.updateChecks('nope', [])).toBe(false);
+  });
+
+  it('allocations of one group share one policy object rather than copies', () => {
+    const { registry } = harness();
+    const shared = policy();
+    registry.track('a', shared, view({ web: task() }));
+    registry.track('b', shared, view({ web: task() }));
+    expect(registry.snapshot('a')?.context.policy).toBe(registry.snapshot('b')?.context.policy);
+  });
+});
+
+describe('bad input', () => {
+  const malformedViews: [string, unknown][] = [
+    ['null', null],
+    ['no tasks', { clientStatus: 'running', desiredStatus: 'run' }],
+    ['a task with an unknown state', { clientStatus: 'running', desiredStatus: 'run', tasks: { web: { ...task(), state: 'zombie' } } }],
+    ['a task with a string time', { clientStatus: 'running', desiredStatus: 'run', tasks: { web: { ...task(), startedAt: 'noon' } } }],
+    ['a numeric status', { clientStatus: 3, desiredStatus: 'run', tasks: {} }],
+  ];
+
+  it.each(malformedViews)('a view with %s is rejected with a reason; the allocation is not stuck', (_case, bad) => {
+    const { clock, registry } = harness();
+    registry.track('a', policy(), view({ web: task() }));
+    expect(() => registry.updateAllocation('a', bad as AllocationView)).not.toThrow();
+    expect(registry.status('a')).toMatchObject({ state: 'pending', rejected: expect.any(String) });
+    registry.updateAllocation('a', view({ web: running(T0) }));
+    expect(registry.status('a')?.rejected).toBeNull();
+    clock.advance(2000);
+    expect(registry.status('a')?.state).toBe('healthy');
+  });
+
+  it('malformed checks are rejected with a reason', () => {
+    const { registry } = harness();
+    registry.track('a', policy({ useChecks: true }), view({ web: running(T0) }));
+    registry.updateChecks('a', [{ task: 'web', service: 'web', name: 'c', status: 'sort-of' }] as unknown as CheckView[]);
+    expect(registry.status('a')?.rejected).toBe('check c: unknown status sort-of');
+    registry.updateChecks('a', 'all good' as unknown as CheckView[]);
+    expect(registry.status('a')?.rejected).toBe('checks is not an array');
+  });
+
+  it('a malformed policy or first view is a HealthInputError naming the allocation', () => {
+    const { registry } = harness();
+    expect(() => registry.track('a', { ...policy(), minHealthyTimeMs: -5 }, view({}))).toThrow(HealthInputError);
+    expect(() => registry.track('b', policy(), { tasks: {} } as unknown as AllocationView)).toThrow(/allocation b: .*clientStatus/);
+    expect(registry.size).toBe(0);
+  });
+
+  it('unknown statuses are not guessed at: an unknown desired status keeps judging', () => {
+    const { clock, registry } = harness();
+    registry.track('a', policy(), view({ web: running(T0) }, { desiredStatus: 'ponder', clientStatus: 'mystery' }));
+    clock.advance(2000);
+    expect(registry.status('a')?.state).toBe('healthy');
+  });
+});
