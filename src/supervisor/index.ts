@@ -1,0 +1,57 @@
+/**
+ * The embedding API: `createSupervisor({ nomad, clock, scope, policy, logger })` follows a cluster
+ * (or a namespace / job-prefix scope of it) and judges every allocation Nomad would watch.
+ *
+ *   const supervisor = createSupervisor({ nomad: nomadConfigFromEnv(process.env) });
+ *   supervisor.verdicts$.subscribe((v) => ...);
+ *   const result = await supervisor.waitForDeployment('web');
+ *   await supervisor.stop();
+ */
+import type { InspectionEvent } from 'xstate';
+import { systemClock, type Clock } from '../clock/index.js';
+import { NomadClient } from '../nomad/client.js';
+import type { NomadConfig } from '../nomad/config.js';
+import type { OptInHealthPolicy } from '../health/policy.js';
+import { redactingLogger, silentLogger, type Logger } from './logger.js';
+import { nomadSource } from './nomadSource.js';
+import { resolveScope, type SupervisorScope } from './scope.js';
+import { Supervisor } from './supervisor.js';
+
+export interface SupervisorOptions {
+  /** A client to share, or the configuration to build one from (then closed on stop). */
+  nomad: NomadClient | NomadConfig;
+  /** Default: the system clock. Tests and replays pass a VirtualClock. */
+  clock?: Clock;
+  scope?: SupervisorScope;
+  /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
+  policy?: OptInHealthPolicy;
+  logger?: Logger;
+  /** Verdicts kept after their allocation's machine is stopped (default 10,000). */
+  historySize?: number;
+  inspect?: (event: InspectionEvent) => void;
+}
+
+export function createSupervisor(options: SupervisorOptions): Supervisor {
+  const clock = options.clock ?? systemClock;
+  const ownsClient = !(options.nomad instanceof NomadClient);
+  const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
+  const scope = resolveScope(options.scope);
+  return new Supervisor({
+    nomad,
+    clock,
+    source: nomadSource(nomad, scope, clock),
+    ownsClient,
+    logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token]),
+    ...(options.scope ? { scope: options.scope } : {}),
+    ...(options.policy ? { policy: options.policy } : {}),
+    ...(options.historySize ? { historySize: options.historySize } : {}),
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  });
+}
+
+export { Supervisor, SupervisorStoppedError, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
+export type { DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
+export type { SupervisorInput } from './inputs.js';
+export type { Logger, LogFields, LogLevel } from './logger.js';
+export type { SupervisorScope } from './scope.js';
+export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';

@@ -1,0 +1,16 @@
+import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js';
+import type { ConnectionState } from './types.js';
+
+/**
+ * What the supervisor consumes: cluster objects as the event stream (or a reconciling list)
+ * delivers them, and the stream's connection state. The source that turns Nomad's event stream
+ * into these lives in nomadSource.ts; tests and embedders may feed their own.
+ */
+export type SupervisorInput =
+  | { kind: 'allocation'; allocation: Allocation; index: number }
+  | { kind: 'evaluation'; evaluation: Evaluation; index: number }
+  | { kind: 'deployment'; deployment: Deployment; index: number }
+  | { kind: 'job'; job: Job; index: number }
+  | { kind: 'connection'; state: Exclude<ConnectionState, 'stopped'>; attempt?: number; retryInMs?: number; reason?: string; index?: number }
+  /** A batch that could not be used (bad JSON, wrong shape): reported with its index and skipped. */
+  | { kind: 'problem'; message: string; index?: number };

@@ -1,0 +1,87 @@
+import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, type Observable } from 'rxjs';
+import type { Clock } from '../clock/index.js';
+import type { NomadClient } from '../nomad/client.js';
+import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent } from '../nomad/eventFrames.js';
+import { nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
+import type { NomadEvent } from '../nomad/types.js';
+import type { SupervisorInput } from './inputs.js';
+import type { ResolvedScope } from './scope.js';
+
+/** The topics the supervisor follows. */
+export const SUPERVISOR_TOPICS = ['Job', 'Evaluation', 'Allocation', 'Deployment'] as const;
+
+/**
+ * Within one raft index, jobs and deployments first: an allocation placed in the same plan is
+ * then joined with the job version and deployment published beside it.
+ */
+const TOPIC_ORDER: Readonly<Record<string, number>> = { Job: 0, Deployment: 1, Evaluation: 2, Allocation: 3 };
+
+function toInput(event: NomadEvent, index: number): SupervisorInput | undefined {
+  if (isAllocationEvent(event)) {
+    const { Allocation: allocation } = event.Payload;
+    if (typeof allocation.JobID !== 'string' || typeof allocation.TaskGroup !== 'string') {
+      return { kind: 'problem', message: `allocation ${allocation.ID} without JobID or TaskGroup skipped`, index };
+    }
+    return { kind: 'allocation', allocation, index };
+  }
+  if (isEvaluationEvent(event)) return { kind: 'evaluation', evaluation: event.Payload.Evaluation, index };
+  if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
+  if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index };
+  // A known topic whose payload lacks its object is malformed; other topics are not ours.
+  if (event.Topic in TOPIC_ORDER) return { kind: 'problem', message: `${event.Topic} event ${event.Type} without a readable payload skipped`, index };
+  return undefined;
+}
+
+function batchInputs(batch: EventBatch): SupervisorInput[] {
+  const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
+  return events.map((event) => toInput(event, batch.index)).filter((input): input is SupervisorInput => input !== undefined);
+}
+
+/** All streams streaming → streaming; otherwise the state of the first that is not. */
+function combinedState(states: readonly StreamState[]): StreamState {
+  return states.find((state) => state.status !== 'streaming') ?? (states[0] as StreamState);
+}
+
+function connectionInput(state: StreamState, clock: Clock): SupervisorInput | undefined {
+  switch (state.status) {
+    case 'connecting':
+    case 'resyncing':
+      return { kind: 'connection', state: state.status };
+    case 'streaming':
+      return { kind: 'connection', state: 'streaming', index: state.lastIndex };
+    case 'backingOff':
+      return {
+        kind: 'connection',
+        state: 'backingOff',
+        attempt: state.failures,
+        retryInMs: Math.max(0, (state.retryAt ?? clock.now()) - clock.now()),
+        reason: state.error?.message ?? 'connection lost',
+      };
+    case 'failed':
+      return { kind: 'problem', message: `event stream gave up: ${state.error?.message ?? 'unknown error'}` };
+    case 'stopped':
+      return undefined;
+  }
+}
+
+/**
+ * The cluster as the supervisor reads it: one resumable event stream per watched namespace
+ * (a single one for `*`), listing the allocations first (restart safety: list, then watch), with
+ * the stream's connection state interleaved as inputs.
+ */
+export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock): Observable<SupervisorInput> {
+  const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
+  const streams = namespaces.map((namespace) =>
+    nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true }),
+  );
+  const batches = merge(...streams.map((stream) => stream.batches)).pipe(concatMap((batch) => from(batchInputs(batch))));
+  const states = combineLatest(streams.map((stream) => stream.state)).pipe(
+    map(combinedState),
+    distinctUntilChanged((a, b) => a.status === b.status && a.failures === b.failures),
+    map((state) => connectionInput(state, clock)),
+  );
+  return merge(
+    states.pipe(concatMap((input) => (input ? [input] : []))),
+    batches,
+  );
+}

@@ -1,0 +1,402 @@
+import { Observable, Subject, distinctUntilChanged, type Subscription } from 'rxjs';
+import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
+import { evaluationOutcome, isTerminalEvaluation, type EvaluationOutcome, type EvaluationView } from '../../machines/evaluationOutcome.js';
+import { evaluationActorId, supervisorMachine } from '../../machines/supervisor.js';
+import type { TaskGroup } from '../nomad/types.js';
+import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js';
+import type { NomadClient } from '../nomad/client.js';
+import type { Clock } from '../clock/index.js';
+import { HealthRegistry, type HealthChange } from '../health/registry.js';
+import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
+import { allocationView } from '../health/allocationView.js';
+import { BoundedHistory } from './boundedHistory.js';
+import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
+import { JobResolver } from './jobResolver.js';
+import type { SupervisorInput } from './inputs.js';
+import { silentLogger, type Logger } from './logger.js';
+import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
+import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
+
+/** The supervisor was stopped before the awaited answer came. */
+export class SupervisorStoppedError extends Error {
+  override name = 'SupervisorStoppedError';
+  readonly code = 'WARDEN_SUPERVISOR_STOPPED';
+
+  constructor(what: string) {
+    super(`supervisor stopped while waiting for ${what}`);
+  }
+}
+
+export interface SupervisorRuntimeOptions {
+  /** The cluster's client: job, deployment and evaluation reads. */
+  nomad: NomadClient;
+  clock: Clock;
+  /** Cluster updates, in order: the event stream (nomadSource.ts) or any other source. */
+  source: Observable<SupervisorInput>;
+  scope?: SupervisorScope;
+  /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
+  policy?: OptInHealthPolicy;
+  logger?: Logger;
+  /** Verdicts kept after their allocation's actor is stopped (default 10,000). */
+  historySize?: number;
+  /** Inspection events of the supervisor actor, its children and every allocation's health machine. */
+  inspect?: (event: InspectionEvent) => void;
+  /** Close `nomad` on stop (the supervisor created it). */
+  ownsClient?: boolean;
+}
+
+export interface WaitForDeploymentOptions {
+  /** Job version to wait for; default the job's current version. */
+  version?: number;
+  namespace?: string;
+}
+
+interface Tracked {
+  ref: AllocationRef;
+  group: TaskGroup;
+}
+
+interface DeploymentWaiter {
+  watch: DeploymentWatch;
+  resolve(result: DeploymentResult): void;
+  reject(error: Error): void;
+}
+
+interface Waiter<T> {
+  resolve(value: T): void;
+  reject(error: Error): void;
+}
+
+/** Allocations that ended before we ever saw them run need no judging (old versions, purged jobs). */
+function longFinished(allocation: Allocation): boolean {
+  const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
+  const ended = allocation.ClientStatus === 'complete' || allocation.ClientStatus === 'failed' || allocation.ClientStatus === 'lost';
+  return stopping && ended;
+}
+
+function refOf(allocation: Allocation): AllocationRef {
+  return {
+    allocId: allocation.ID,
+    name: allocation.Name,
+    namespace: allocation.Namespace || 'default',
+    jobId: allocation.JobID,
+    taskGroup: allocation.TaskGroup,
+    deploymentId: allocation.DeploymentID || undefined,
+  };
+}
+
+function describeError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The supervisor at work: routes each cluster update to the one allocation health machine it
+ * concerns (a registry of stepped snapshots, not child actors), keeps verdicts in a bounded
+ * history once an allocation's machine is done, runs evaluations and exec sessions as children
+ * of the supervisor actor, and answers the embedding API.
+ */
+export class Supervisor {
+  /** The supervisor actor: connection state, evaluation and exec session children. */
+  readonly actor: Actor<typeof supervisorMachine>;
+  readonly verdicts$: Observable<VerdictRecord>;
+  readonly changes$: Observable<StateChange>;
+  readonly problems$: Observable<SupervisorProblem>;
+  readonly connection$: Observable<ConnectionState>;
+
+  private readonly verdictSubject = new Subject<VerdictRecord>();
+  private readonly changeSubject = new Subject<StateChange>();
+  private readonly problemSubject = new Subject<SupervisorProblem>();
+  private readonly registry: HealthRegistry;
+  private readonly jobs: JobResolver;
+  private readonly scope: ResolvedScope;
+  private readonly logger: Logger;
+  private readonly history: BoundedHistory<VerdictRecord>;
+  /** Allocations Nomad does not watch (and no opt-in policy covers): their updates are skipped. */
+  private readonly unwatched: BoundedHistory<string>;
+  private readonly tracked = new Map<string, Tracked>();
+  /** The latest update of allocations whose job is being looked up. */
+  private readonly resolving = new Map<string, Allocation>();
+  private readonly verdictWaiters = new Map<string, Waiter<VerdictRecord>[]>();
+  private readonly deploymentWaiters = new Set<DeploymentWaiter>();
+  private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
+  /** Rejects when the supervisor stops: raced against waits on child actors. */
+  private readonly stoppedSignal: Promise<never>;
+  private rejectStopped: (error: Error) => void = () => undefined;
+  private readonly subscription: Subscription;
+  private stopped = false;
+
+  constructor(private readonly options: SupervisorRuntimeOptions) {
+    const { nomad, clock, inspect } = options;
+    this.scope = resolveScope(options.scope);
+    this.logger = options.logger ?? silentLogger;
+    this.history = new BoundedHistory(options.historySize ?? 10_000);
+    this.unwatched = new BoundedHistory(options.historySize ?? 10_000);
+    this.verdicts$ = this.verdictSubject.asObservable();
+    this.changes$ = this.changeSubject.asObservable();
+    this.problems$ = this.problemSubject.asObservable();
+    this.jobs = new JobResolver({
+      getJob: async (namespace, jobId) => (await nomad.getJob(jobId, { namespace })).body,
+      getJobVersion: (namespace, jobId, version) => nomad.getJobVersion(jobId, version, { namespace }),
+      getDeployment: async (namespace, deploymentId) => (await nomad.getDeployment(deploymentId, { namespace })).body,
+    });
+    this.stoppedSignal = new Promise<never>((_, reject) => {
+      this.rejectStopped = reject;
+    });
+    this.stoppedSignal.catch(() => undefined);
+    this.registry = new HealthRegistry({ clock, ...(inspect ? { inspect } : {}) });
+    this.registry.subscribe((change) => this.onHealthChange(change));
+    const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
+      const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};
+      return (await nomad.getEvaluation(input.evalId, { ...query, signal })).body;
+    });
+    this.actor = createActor(
+      supervisorMachine.provide({ actors: { evaluation: evaluationMachine.provide({ actors: { readEvaluation } }) } }),
+      { clock, ...(inspect ? { inspect } : {}) },
+    );
+    this.connection$ = new Observable<ConnectionState>((subscriber) => {
+      const toState = (): ConnectionState => {
+        const snapshot = this.actor.getSnapshot();
+        if (snapshot.status !== 'active') return 'stopped';
+        const value = snapshot.value;
+        return typeof value === 'object' ? (value.running as ConnectionState) : 'stopped';
+      };
+      subscriber.next(toState());
+      const sub = this.actor.subscribe({ next: () => subscriber.next(toState()), complete: () => subscriber.next('stopped') });
+      return () => sub.unsubscribe();
+    }).pipe(distinctUntilChanged());
+    this.actor.start();
+    this.subscription = options.source.subscribe({
+      next: (input) => this.receive(input),
+      error: (error: unknown) => this.report({ kind: 'stream-error', message: describeError(error) }),
+    });
+  }
+
+  /** The verdict of an allocation: at once if known (or in the history), else when reached. */
+  verdict(allocId: string): Promise<VerdictRecord> {
+    const known = this.history.get(allocId);
+    if (known) return Promise.resolve(known);
+    if (this.stopped) return Promise.reject(new SupervisorStoppedError(`the verdict of ${allocId}`));
+    return new Promise((resolve, reject) => {
+      this.verdictWaiters.set(allocId, [...(this.verdictWaiters.get(allocId) ?? []), { resolve, reject }]);
+    });
+  }
+
+  /**
+   * Resolves once the job version's deployment is judged: success when every allocation it wants
+   * is healthy, or a failure listing each unhealthy allocation with its per-task reasons (or the
+   * placement failure, or Nomad's reason for ending the deployment). Rejects when the job cannot be
+   * read (a NomadError: not found, unreachable).
+   */
+  async waitForDeployment(jobId: string, options: WaitForDeploymentOptions = {}): Promise<DeploymentResult> {
+    const namespace = options.namespace ?? this.defaultNamespace();
+    const version = options.version ?? (await this.options.nomad.getJob(jobId, { namespace })).body.Version ?? 0;
+    if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
+    const watch = new DeploymentWatch(jobId, namespace, version);
+    const result = new Promise<DeploymentResult>((resolve, reject) => {
+      this.deploymentWaiters.add({ watch, resolve, reject });
+    });
+    for (const record of this.history.values()) {
+      if (record.alloc.jobId === jobId && record.alloc.namespace === namespace) this.feedVerdict(record);
+    }
+    // Restart safety: the deployment may have started (or ended) before we watched.
+    try {
+      const latest = await this.options.nomad.query<Deployment | null>(`/v1/job/${encodeURIComponent(jobId)}/deployment`, { namespace });
+      if (latest.body) this.onDeployment(latest.body);
+    } catch (error) {
+      this.logger.warn('could not read the latest deployment', { jobId, error: describeError(error) });
+    }
+    return result;
+  }
+
+  /** Follows an evaluation (a child actor of the supervisor) to its outcome. */
+  monitorEvaluation(evalId: string): Promise<EvaluationOutcome> {
+    const running = this.evaluations.get(evalId);
+    if (running) return running;
+    if (this.stopped) return Promise.reject(new SupervisorStoppedError(`evaluation ${evalId}`));
+    this.actor.send({ type: 'EVALUATION.MONITOR', evalId });
+    const child = this.actor.system.get(evaluationActorId(evalId)) as AnyActorRef;
+    const outcome = Promise.race([toPromise(child) as Promise<EvaluationOutcome>, this.stoppedSignal]).finally(() =>
+      this.evaluations.delete(evalId),
+    );
+    this.evaluations.set(evalId, outcome);
+    return outcome;
+  }
+
+  /** Ends every child and every allocation machine, closes the stream, and fails pending waits. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.subscription.unsubscribe();
+    for (const id of [...this.tracked.keys()]) this.registry.drop(id);
+    this.tracked.clear();
+    this.resolving.clear();
+    this.actor.send({ type: 'STOP' });
+    this.actor.stop();
+    const stopped = (what: string) => new SupervisorStoppedError(what);
+    for (const [allocId, waiters] of this.verdictWaiters) for (const waiter of waiters) waiter.reject(stopped(`the verdict of ${allocId}`));
+    this.verdictWaiters.clear();
+    for (const waiter of this.deploymentWaiters) waiter.reject(stopped(`the deployment of ${waiter.watch.jobId}`));
+    this.deploymentWaiters.clear();
+    this.rejectStopped(stopped('an evaluation'));
+    this.verdictSubject.complete();
+    this.changeSubject.complete();
+    this.problemSubject.complete();
+    if (this.options.ownsClient) await this.options.nomad.close();
+  }
+
+  /** Number of allocations with a live health machine. */
+  get supervised(): number {
+    return this.tracked.size;
+  }
+
+  private receive(input: SupervisorInput): void {
+    if (this.stopped) return;
+    switch (input.kind) {
+      case 'allocation':
+        return this.onAllocation(input.allocation);
+      case 'evaluation':
+        return this.onEvaluation(input.evaluation);
+      case 'deployment':
+        return this.onDeployment(input.deployment);
+      case 'job':
+        return this.jobs.rememberJob(input.job);
+      case 'connection':
+        return this.onConnection(input);
+      case 'problem':
+        return this.report({ kind: 'bad-payload', message: input.message, ...(input.index === undefined ? {} : { index: input.index }) });
+    }
+  }
+
+  private onConnection(input: Extract<SupervisorInput, { kind: 'connection' }>): void {
+    switch (input.state) {
+      case 'connecting':
+        return this.actor.send({ type: 'CONNECTION.CONNECTING' });
+      case 'resyncing':
+        return this.actor.send({ type: 'CONNECTION.RESYNCING' });
+      case 'streaming':
+        return this.actor.send({ type: 'CONNECTION.STREAMING', ...(input.index === undefined ? {} : { index: input.index }) });
+      case 'backingOff':
+        return this.actor.send({
+          type: 'CONNECTION.BACKING_OFF',
+          attempt: input.attempt ?? 1,
+          retryInMs: input.retryInMs ?? 0,
+          reason: input.reason ?? 'connection lost',
+        });
+    }
+  }
+
+  private onAllocation(allocation: Allocation): void {
+    const id = allocation.ID;
+    if (typeof id !== 'string' || !this.scope.includes(allocation.Namespace, allocation.JobID)) return;
+    if (this.history.get(id) || this.unwatched.get(id)) return;
+    const tracked = this.tracked.get(id);
+    if (tracked) {
+      this.updateTracked(id, tracked, allocation);
+      return;
+    }
+    if (this.resolving.has(id)) {
+      this.resolving.set(id, allocation);
+      return;
+    }
+    if (longFinished(allocation)) return;
+    this.resolving.set(id, allocation);
+    this.jobs.jobFor(allocation).then(
+      (job) => this.startTracking(id, job),
+      (error: unknown) => {
+        this.resolving.delete(id);
+        this.report({ kind: 'job-unavailable', allocId: id, message: `allocation ${id}: ${describeError(error)}` });
+      },
+    );
+  }
+
+  private startTracking(id: string, job: Job): void {
+    const allocation = this.resolving.get(id);
+    this.resolving.delete(id);
+    if (!allocation || this.stopped) return;
+    try {
+      const decision = healthPolicyFor(job, allocation.TaskGroup, {
+        deployment: !!allocation.DeploymentID,
+        ...(this.options.policy ? { optIn: this.options.policy } : {}),
+      });
+      if (!decision.watched) {
+        this.unwatched.set(id, decision.reason);
+        this.logger.debug('allocation not judged', { allocId: id, reason: decision.reason });
+        return;
+      }
+      const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
+      const { view, problems } = allocationView(allocation, group);
+      for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
+      this.tracked.set(id, { ref: refOf(allocation), group });
+      this.registry.track(id, decision.policy, view);
+    } catch (error) {
+      this.tracked.delete(id);
+      this.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${describeError(error)}` });
+    }
+  }
+
+  private updateTracked(id: string, tracked: Tracked, allocation: Allocation): void {
+    tracked.ref.deploymentId ??= allocation.DeploymentID || undefined;
+    const { view, problems } = allocationView(allocation, tracked.group);
+    for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
+    this.registry.updateAllocation(id, view);
+  }
+
+  private onHealthChange(change: HealthChange): void {
+    const tracked = this.tracked.get(change.allocationId);
+    if (!tracked) return;
+    if (change.type === 'transition') {
+      this.changeSubject.next({ alloc: tracked.ref, from: change.from, to: change.to, at: change.at });
+      return;
+    }
+    const record: VerdictRecord = { alloc: tracked.ref, outcome: change.outcome };
+    this.tracked.delete(change.allocationId);
+    this.registry.drop(change.allocationId);
+    this.history.set(change.allocationId, record);
+    this.verdictSubject.next(record);
+    for (const waiter of this.verdictWaiters.get(change.allocationId) ?? []) waiter.resolve(record);
+    this.verdictWaiters.delete(change.allocationId);
+    this.feedVerdict(record);
+  }
+
+  private feedVerdict(record: VerdictRecord): void {
+    const { alloc } = record;
+    this.settleDeployments((watch) =>
+      watch.jobId === alloc.jobId && watch.namespace === alloc.namespace
+        ? watch.onVerdict(alloc.allocId, alloc.deploymentId, alloc.name, record.outcome)
+        : undefined,
+    );
+  }
+
+  private onEvaluation(evaluation: Evaluation): void {
+    if (!this.scope.includes(evaluation.Namespace, evaluation.JobID)) return;
+    this.actor.send({ type: 'EVALUATION.UPDATED', evaluation });
+    if (!isTerminalEvaluation(evaluation)) return;
+    const outcome = evaluationOutcome(evaluation, [evaluation.ID]);
+    this.settleDeployments((watch) => (watch.jobId === evaluation.JobID ? watch.onEvaluation(outcome, evaluation.DeploymentID) : undefined));
+  }
+
+  private onDeployment(deployment: Deployment): void {
+    this.jobs.rememberDeployment(deployment);
+    this.settleDeployments((watch) => watch.onDeployment(deployment));
+  }
+
+  private settleDeployments(feed: (watch: DeploymentWatch) => DeploymentResult | undefined): void {
+    for (const waiter of this.deploymentWaiters) {
+      const result = feed(waiter.watch);
+      if (!result) continue;
+      this.deploymentWaiters.delete(waiter);
+      waiter.resolve(result);
+    }
+  }
+
+  private report(problem: SupervisorProblem): void {
+    this.logger.warn(problem.message, { kind: problem.kind, ...(problem.index === undefined ? {} : { index: problem.index }) });
+    this.problemSubject.next(problem);
+  }
+
+  private defaultNamespace(): string {
+    const first = this.scope.namespaces[0];
+    return first === undefined || first === '*' ? 'default' : first;
+  }
+}
