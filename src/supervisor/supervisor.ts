@@ -10,9 +10,9 @@ import type { Clock } from '../clock/index.js';
 import { HealthRegistry, type HealthChange } from '../health/registry.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
+import { JobCache } from '../streams/jobCache.js';
 import { BoundedHistory } from './boundedHistory.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
-import { JobResolver } from './jobResolver.js';
 import type { SupervisorInput } from './inputs.js';
 import { silentLogger, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
@@ -108,7 +108,7 @@ export class Supervisor {
   private readonly changeSubject = new Subject<StateChange>();
   private readonly problemSubject = new Subject<SupervisorProblem>();
   private readonly registry: HealthRegistry;
-  private readonly jobs: JobResolver;
+  private readonly jobs: JobCache;
   private readonly scope: ResolvedScope;
   private readonly logger: Logger;
   private readonly history: BoundedHistory<VerdictRecord>;
@@ -135,11 +135,7 @@ export class Supervisor {
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
     this.problems$ = this.problemSubject.asObservable();
-    this.jobs = new JobResolver({
-      getJob: async (namespace, jobId) => (await nomad.getJob(jobId, { namespace })).body,
-      getJobVersion: (namespace, jobId, version) => nomad.getJobVersion(jobId, version, { namespace }),
-      getDeployment: async (namespace, deploymentId) => (await nomad.getDeployment(deploymentId, { namespace })).body,
-    });
+    this.jobs = new JobCache(nomad, { clock });
     this.stoppedSignal = new Promise<never>((_, reject) => {
       this.rejectStopped = reject;
     });
@@ -260,7 +256,7 @@ export class Supervisor {
       case 'deployment':
         return this.onDeployment(input.deployment);
       case 'job':
-        return this.jobs.rememberJob(input.job);
+        return this.jobs.remember(input.job);
       case 'connection':
         return this.onConnection(input);
       case 'problem':
