@@ -24,13 +24,13 @@ import { decodeFrame, isAllocationEvent } from './eventFrames.js';
 import { AllocationFreshness } from './freshness.js';
 import { NdjsonDecoder } from './ndjson.js';
 import { listWatchedAllocations, resyncScope, type ResyncScope } from './resync.js';
-import type { Allocation, AllocationEvent, NomadEvent } from './types.js';
+import type { Allocation, AllocationEvent, EventFrame, NomadEvent } from './types.js';
 
 export type StreamStatus = 'connecting' | 'resyncing' | 'streaming' | 'backingOff' | 'stopped' | 'failed';
 
 export interface StreamState {
   status: StreamStatus;
-  /** Index of the newest batch delivered (0 before the first). */
+  /** Index of the newest frame received (updated with each one while streaming). */
   lastIndex: number;
   /** Connection attempts that failed in a row (0 once a connection delivers a line). */
   failures: number;
@@ -174,9 +174,20 @@ class StreamSession {
       this.failures = 0;
       this.setStatus('streaming');
     }
-    if (frame === null || frame.Index <= this.lastIndex) return;
-    this.lastIndex = frame.Index;
-    const events = frame.Events.filter((event) => !isAllocationEvent(event) || this.admit(event.Payload.Allocation));
+    if (frame === null) return;
+    this.deliverFrame(frame, deliver);
+  }
+
+  private deliverFrame(frame: EventFrame, deliver: (batch: EventBatch) => void): void {
+    // A frame at or below the last index (Nomad's closest-batch replay, a repeat) is old news for
+    // every topic. Allocation updates are judged on their own ModifyIndex instead: in a replay they
+    // are old too, but a frame that arrives out of order can still hold the newest version.
+    const late = frame.Index <= this.lastIndex;
+    const events = frame.Events.filter((event) => (isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : !late));
+    if (!late) {
+      this.lastIndex = frame.Index;
+      this.setStatus('streaming');
+    }
     if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
   }
 

@@ -5,7 +5,7 @@
  */
 import { createGunzip, gunzip } from 'node:zlib';
 import { promisify } from 'node:util';
-import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../clock/index.js';
 import { systemClock } from '../clock/index.js';
@@ -104,8 +104,13 @@ class Deadline {
     }
   }
 
-  dispose(): void {
+  clearTimer(): void {
     if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  dispose(): void {
+    this.clearTimer();
     this.caller?.removeEventListener('abort', this.onAbort);
   }
 }
@@ -181,11 +186,13 @@ export class NomadTransport {
       if (response.statusCode !== 200) {
         throw new NomadHttpError(response.statusCode, 'GET', target, await readText(response));
       }
-      deadline.dispose();
-      const body: AsyncIterable<Uint8Array> = isGzip(response.headers)
-        ? (response.body as Readable).pipe(createGunzip())
+      // The caller's signal must still reach the body (it is how a stream is stopped); only the
+      // wait for headers was time-limited.
+      deadline.clearTimer();
+      const source: AsyncIterable<Uint8Array> = isGzip(response.headers)
+        ? pipeline(response.body, createGunzip(), () => undefined)
         : response.body;
-      return { meta: queryMetaFrom(response.headers), body };
+      return { meta: queryMetaFrom(response.headers), body: untilDone(source, () => deadline.dispose()) };
     } catch (error) {
       deadline.dispose();
       throw this.describe(error, 'GET', target, deadline, timeoutMs);
@@ -221,6 +228,15 @@ export class NomadTransport {
     if (deadline.timedOut) return new NomadTimeoutError(method, target, timeoutMs);
     if (deadline.controller.signal.aborted) return deadline.controller.signal.reason ?? error;
     return new NomadConnectionError(method, target, error);
+  }
+}
+
+/** Iterates `source`, calling `done` when iteration ends for any reason. */
+async function* untilDone(source: AsyncIterable<Uint8Array>, done: () => void): AsyncIterable<Uint8Array> {
+  try {
+    yield* source;
+  } finally {
+    done();
   }
 }
 

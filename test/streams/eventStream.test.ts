@@ -1,0 +1,76 @@
+import type { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { listScenarios } from '../../src/testing/recording.js';
+import { fixtures } from '../nomad/support.js';
+import { join } from 'node:path';
+import { recordedFinals, replayThroughStream, scenario } from './replayHarness.js';
+
+const scenarios = listScenarios(join(fixtures, 'scenarios'));
+
+describe('resumable event stream, fault-free', () => {
+  it.each(scenarios)('%s: delivers the final recorded state of every allocation, in index order', async (name) => {
+    const recorded = scenario(name);
+    const run = await replayThroughStream(recorded);
+    expect(run.finals).toEqual(recordedFinals(recorded));
+    expect(run.regressions).toEqual([]);
+    const indexes = run.batches.map((b) => b.index);
+    expect(indexes).toEqual([...indexes].sort((a, b) => a - b));
+    expect(new Set(indexes).size).toBe(indexes.length);
+  });
+});
+
+type Fault = { name: string; install: (fake: FakeNomad) => void; expectReconnect: boolean };
+
+const FAULTS: Fault[] = [
+  { name: 'connection cut after 3 events', install: (f) => void f.faults.stream({ cutAfterEvents: 3 }), expectReconnect: true },
+  { name: 'truncated line after 5 events', install: (f) => void f.faults.stream({ truncateAfterEvents: 5 }), expectReconnect: true },
+  { name: 'stall after 4 events (idle timeout)', install: (f) => void f.faults.stream({ stallAfterEvents: 4 }), expectReconnect: true },
+  { name: "Nomad's raw error text after 6 events", install: (f) => void f.faults.stream({ errorAfterEvents: 6 }), expectReconnect: true },
+  { name: 'every 2nd batch repeated', install: (f) => void f.faults.stream({ repeatEvery: 2 }), expectReconnect: false },
+  { name: 'every 3rd batch reordered', install: (f) => void f.faults.stream({ reorderEvery: 3 }), expectReconnect: false },
+  {
+    name: 'cut, then connections refused twice, then a 500',
+    install: (f) => {
+      f.faults.stream({ cutAfterEvents: 2 });
+      f.faults.refuseConnections(2);
+      f.faults.failRequests({ status: 500, path: '/v1/event/stream', times: 1 });
+    },
+    expectReconnect: true,
+  },
+  {
+    name: 'cut, and the resync listing fails once with a 500',
+    install: (f) => {
+      f.faults.stream({ cutAfterEvents: 8 });
+      f.faults.failRequests({ status: 500, path: '/v1/allocation', times: 1 });
+    },
+    expectReconnect: true,
+  },
+];
+
+describe('resumable event stream under each fault switch', () => {
+  describe.each(['rolling_update', 'many_allocs'])('%s', (name) => {
+    it.each(FAULTS)('$name: same final allocation states, never an older version', async ({ install, expectReconnect }) => {
+      const recorded = scenario(name);
+      const run = await replayThroughStream(recorded, install);
+      expect(run.finals).toEqual(recordedFinals(recorded));
+      expect(run.regressions).toEqual([]);
+      const statuses = run.states.map((s) => s.status);
+      if (expectReconnect) {
+        expect(statuses).toContain('backingOff');
+        expect(statuses).toContain('resyncing');
+      }
+    });
+  });
+
+  it('shows its connection state: connecting, streaming, backing off with the retry time, resyncing', async () => {
+    const recorded = scenario('failed_task');
+    const run = await replayThroughStream(recorded, (f) => void f.faults.stream({ cutAfterEvents: 1 }));
+    const sequence = run.states.map((s) => s.status).filter((s, i, all) => s !== all[i - 1]);
+    expect(sequence.slice(0, 3)).toEqual(['stopped', 'connecting', 'streaming']);
+    const backingOff = run.states.find((s) => s.status === 'backingOff')!;
+    expect(backingOff.failures).toBe(1);
+    expect(backingOff.retryAt).toBeGreaterThan(0);
+    expect(backingOff.error?.message).toMatch(/connection|closed|socket|terminated/i);
+    const after = sequence.slice(sequence.indexOf('backingOff'));
+    expect(after.slice(0, 4)).toEqual(['backingOff', 'connecting', 'resyncing', 'streaming']);
+  });
+});
