@@ -74,3 +74,28 @@ describe('resumable event stream under each fault switch', () => {
     expect(after.slice(0, 4)).toEqual(['backingOff', 'connecting', 'resyncing', 'streaming']);
   });
 });
+
+describe('list, then watch', () => {
+  it('recovers updates that fell out of Nomad\'s event buffer during an outage by listing the allocations', async () => {
+    const recorded = scenario('many_allocs');
+    // Buffer of 2 batches; cut early, then refuse long enough for the replay to run past the buffer.
+    const run = await replayThroughStream(
+      recorded,
+      (fake) => {
+        fake.faults.stream({ cutAfterEvents: 1 });
+        fake.faults.refuseConnections(6);
+      },
+      { backoff: { initialMs: 2_000, maxMs: 8_000, random: () => 0.5 } },
+      { eventBufferSize: 2 },
+    );
+    expect(run.finals).toEqual(recordedFinals(recorded));
+    expect(run.regressions).toEqual([]);
+    const resynced = run.batches.filter((b) => b.resync).flatMap((b) => b.events);
+    expect(resynced.length).toBeGreaterThan(0);
+    expect(resynced.every((e) => e.Type === 'Resync' && e.Topic === 'Allocation')).toBe(true);
+    // Some final versions reached us only through the listing: the stream itself never sent them.
+    const streamed = new Set(run.batches.filter((b) => !b.resync).flatMap((b) => b.events.map((e) => `${e.Key}@${e.Index}`)));
+    const onlyListed = resynced.filter((e) => !streamed.has(`${e.Key}@${e.Index}`));
+    expect(onlyListed.length).toBeGreaterThan(0);
+  });
+});

@@ -9,7 +9,7 @@ import { NomadClient } from '../../src/nomad/client.js';
 import { decodeFrame, isAllocationEvent } from '../../src/nomad/eventFrames.js';
 import { nomadEventStream, type EventBatch, type EventStreamOptions, type StreamState } from '../../src/nomad/eventStream.js';
 import type { Allocation } from '../../src/nomad/types.js';
-import { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { FakeNomad, type FakeNomadOptions } from '../../src/testing/fakeNomad.js';
 import { isHeartbeatLine, readScenario, type Scenario } from '../../src/testing/recording.js';
 import { fixtures, until } from '../nomad/support.js';
 
@@ -68,7 +68,7 @@ export interface ReplayRun {
   finals: Map<string, AllocationSummary>;
   batches: EventBatch[];
   states: StreamState[];
-  /** Violations of "never an older ModifyIndex after a newer one" seen while collecting. */
+  /** Violations seen while collecting: an older allocation version after a newer one, another event twice or out of order. */
   regressions: string[];
 }
 
@@ -87,9 +87,10 @@ export async function replayThroughStream(
   recorded: Scenario,
   setup: (fake: FakeNomad) => void = () => undefined,
   options: Partial<EventStreamOptions> = {},
+  fakeOptions: Omit<FakeNomadOptions, 'clock'> = {},
 ): Promise<ReplayRun> {
   const clock = new VirtualClock({ start: 1_795_971_900_000 });
-  const fake = await FakeNomad.start({ clock });
+  const fake = await FakeNomad.start({ ...fakeOptions, clock });
   const client = new NomadClient({ address: fake.address }, { clock });
   const run: ReplayRun = { finals: new Map(), batches: [], states: [], regressions: [] };
   const stream = nomadEventStream(client, {
@@ -102,11 +103,19 @@ export async function replayThroughStream(
   setup(fake);
   const stateSubscription = stream.state.subscribe((state) => run.states.push(state));
   let failure: unknown;
+  const seen = new Set<string>();
+  let lastOther = 0;
   const subscription = stream.batches.subscribe({
     next: (batch) => {
       run.batches.push(batch);
       for (const event of batch.events) {
-        if (!isAllocationEvent(event)) continue;
+        if (!isAllocationEvent(event)) {
+          const id = `${event.Topic}/${event.Key}@${event.Index}`;
+          if (seen.has(id) || event.Index < lastOther) run.regressions.push(`${id} delivered twice or out of order`);
+          seen.add(id);
+          lastOther = event.Index;
+          continue;
+        }
         const allocation = event.Payload.Allocation;
         const before = run.finals.get(allocation.ID);
         if (before !== undefined && before.modifyIndex >= allocation.ModifyIndex) {
