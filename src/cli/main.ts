@@ -1,4 +1,6 @@
 import { Command } from 'commander';
+import { registerGateCommand } from './gateCommand.js';
+import { registerWatchCommand } from './watchCommand.js';
 
 /**
  * The `warden` command. Each subcommand lives in its own module and registers itself here; exit
@@ -8,6 +10,8 @@ export function buildProgram(): Command {
   const program = new Command('warden')
     .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
     .showHelpAfterError();
+  registerWatchCommand(program);
+  registerGateCommand(program);
   return program;
 }
 

@@ -95,8 +95,8 @@ export class DeploymentWatch {
   private judge(): DeploymentResult | undefined {
     const deployment = this.deployment;
     if (!deployment) return undefined;
-    const first = [...this.unhealthy.values()].find((alloc) => alloc.deploymentId === deployment.ID);
-    if (first) return this.fail(`Allocation ${first.name ? `${first.name} (${first.allocId})` : first.allocId} is unhealthy`);
+    const unhealthy = [...this.unhealthy.values()].filter((alloc) => alloc.deploymentId === deployment.ID).length;
+    if (unhealthy > 0) return this.fail(`${unhealthy} allocation${unhealthy === 1 ? '' : 's'} unhealthy`);
     const healthy = [...this.healthy].filter(([, placedBy]) => placedBy === deployment.ID).map(([allocId]) => allocId);
     if (this.wanted() === 0 || healthy.length < this.wanted()) return undefined;
     this.result = { ok: true, jobId: this.jobId, version: this.version, deploymentId: deployment.ID, healthy };

@@ -89,7 +89,7 @@ export function describeDeployment(result: DeploymentResult, options: DescribeOp
   }
   const lines = [`${paint('✘', 'bad', options)} ${paint(job, 'bold', options)}: ${result.reason}`];
   for (const alloc of result.unhealthy) {
-    lines.push(`  ${alloc.name ?? ''} ${alloc.allocId}`.replace(/^ {2} /, '  '));
+    lines.push(`  ${[alloc.name, alloc.allocId].filter(Boolean).join(' ')}`);
     const tasks = Object.entries(alloc.reasons).sort(([a], [b]) => a.localeCompare(b));
     if (tasks.length === 0) lines.push('    (the allocation failed; Nomad gave no per-task reason)');
     for (const [task, reason] of tasks) lines.push(`    ${task}: ${reason}`);

@@ -12,5 +12,5 @@ export type SupervisorInput =
   | { kind: 'deployment'; deployment: Deployment; index: number }
   | { kind: 'job'; job: Job; index: number }
   | { kind: 'connection'; state: Exclude<ConnectionState, 'stopped'>; attempt?: number; retryInMs?: number; reason?: string; index?: number }
-  /** A batch that could not be used (bad JSON, wrong shape): reported with its index and skipped. */
-  | { kind: 'problem'; message: string; index?: number };
+  /** An event that could not be used (wrong shape): reported with its index and skipped; or the stream gave up. */
+  | { kind: 'problem'; problem: 'bad-payload' | 'stream-failed'; message: string; index?: number };

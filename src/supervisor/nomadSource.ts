@@ -20,7 +20,7 @@ function toInput(event: NomadEvent, index: number): SupervisorInput | undefined 
   if (isAllocationEvent(event)) {
     const { Allocation: allocation } = event.Payload;
     if (typeof allocation.JobID !== 'string' || typeof allocation.TaskGroup !== 'string') {
-      return { kind: 'problem', message: `allocation ${allocation.ID} without JobID or TaskGroup skipped`, index };
+      return { kind: 'problem', problem: 'bad-payload', message: `allocation ${allocation.ID} without JobID or TaskGroup skipped`, index };
     }
     return { kind: 'allocation', allocation, index };
   }
@@ -28,7 +28,7 @@ function toInput(event: NomadEvent, index: number): SupervisorInput | undefined 
   if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
   if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index };
   // A known topic whose payload lacks its object is malformed; other topics are not ours.
-  if (event.Topic in TOPIC_ORDER) return { kind: 'problem', message: `${event.Topic} event ${event.Type} without a readable payload skipped`, index };
+  if (event.Topic in TOPIC_ORDER) return { kind: 'problem', problem: 'bad-payload', message: `${event.Topic} event ${event.Type} without a readable payload skipped`, index };
   return undefined;
 }
 
@@ -58,7 +58,7 @@ function connectionInput(state: StreamState, clock: Clock): SupervisorInput | un
         reason: state.error?.message ?? 'connection lost',
       };
     case 'failed':
-      return { kind: 'problem', message: `event stream gave up: ${state.error?.message ?? 'unknown error'}` };
+      return { kind: 'problem', problem: 'stream-failed', message: `event stream gave up: ${state.error?.message ?? 'unknown error'}` };
     case 'stopped':
       return undefined;
   }

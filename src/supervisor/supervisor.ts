@@ -164,7 +164,7 @@ export class Supervisor {
     this.actor.start();
     this.subscription = options.source.subscribe({
       next: (input) => this.receive(input),
-      error: (error: unknown) => this.report({ kind: 'stream-error', message: describeError(error) }),
+      error: (error: unknown) => this.report({ kind: 'stream-failed', message: describeError(error) }),
     });
   }
 
@@ -260,7 +260,7 @@ export class Supervisor {
       case 'connection':
         return this.onConnection(input);
       case 'problem':
-        return this.report({ kind: 'bad-payload', message: input.message, ...(input.index === undefined ? {} : { index: input.index }) });
+        return this.report({ kind: input.problem, message: input.message, ...(input.index === undefined ? {} : { index: input.index }) });
     }
   }
 

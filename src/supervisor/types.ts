@@ -32,7 +32,8 @@ export type ConnectionState = 'connecting' | 'streaming' | 'resyncing' | 'backin
 
 /** Something the supervisor could not use, reported and skipped: it keeps running. */
 export interface SupervisorProblem {
-  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-error';
+  /** `stream-failed`: the event stream gave up for good (a refused token, a bad topic). */
+  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed';
   message: string;
   allocId?: string;
   /** Raft index of the offending batch, when known. */

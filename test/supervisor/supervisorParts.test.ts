@@ -54,7 +54,7 @@ describe('DeploymentWatch', () => {
     const result = watch.onVerdict('a1', 'd1', 'web.app[0]', { healthy: false, at: 5, reasons: { main: 'Unhealthy because of failed task' } });
     expect(result).toMatchObject({
       ok: false,
-      reason: 'Allocation web.app[0] (a1) is unhealthy',
+      reason: '1 allocation unhealthy',
       unhealthy: [{ allocId: 'a1', name: 'web.app[0]', reasons: { main: 'Unhealthy because of failed task' } }],
     });
     // Settled: later news changes nothing.

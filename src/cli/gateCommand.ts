@@ -1,0 +1,103 @@
+import { InvalidArgumentError, type Command } from 'commander';
+import { systemClock } from '../clock/index.js';
+import { NomadClient } from '../nomad/client.js';
+import { nomadConfigFromEnv } from '../nomad/config.js';
+import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
+import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
+import { deploymentJson, describeDeployment, paint } from '../supervisor/describe.js';
+import { interruptSignal, type CommandIo } from './watchCommand.js';
+
+/**
+ * `warden gate <job> [--version N]`: a deploy gate for CI/CD. Waits for the job version's
+ * deployment as Warden judges it (its own allocation verdicts, not Nomad's health flags) and
+ * exits 0 when healthy; 1 with the reasons when not (an unhealthy allocation, a placement failure,
+ * Nomad ending the deployment, an unknown job, no answer within --timeout); 2 when Nomad could not
+ * be reached.
+ */
+
+export interface GateOptions {
+  version?: number;
+  namespace?: string;
+  /** Give up after this many seconds (default 900). */
+  timeout?: number;
+  json?: boolean;
+}
+
+export const GATE_HEALTHY = 0;
+export const GATE_UNHEALTHY = 1;
+export const GATE_UNREACHABLE = 2;
+
+const DEFAULT_TIMEOUT_S = 900;
+
+function isUnreachable(error: unknown): boolean {
+  return error instanceof NomadConnectionError || error instanceof NomadTimeoutError;
+}
+
+export async function gate(jobId: string, options: GateOptions, io: CommandIo): Promise<number> {
+  const config = nomadConfigFromEnv(io.env, options.namespace ? { namespace: options.namespace } : {});
+  const clock = io.clock ?? systemClock;
+  const style = { color: io.color ?? false };
+  const namespace = config.namespace ?? 'default';
+  const say = (lines: string[], json: object): void => {
+    if (options.json) io.write(JSON.stringify(json));
+    else for (const text of lines) io.write(text);
+  };
+  const nomad = new NomadClient(config, { ...io.transport, clock });
+  const supervisor = createSupervisor({ nomad, clock, scope: { namespaces: [namespace], jobPrefixes: [jobId] } });
+  let timer: unknown;
+  try {
+    // Reading the job first tells an unreachable Nomad (2) from an unknown job (1), and gives the version.
+    const job = (await nomad.getJob(jobId, { namespace })).body;
+    const version = options.version ?? job.Version ?? 0;
+    const timeoutS = options.timeout ?? DEFAULT_TIMEOUT_S;
+    const outcome = await new Promise<DeploymentResult | 'timeout' | 'interrupted'>((resolve, reject) => {
+      timer = clock.setTimeout(() => resolve('timeout'), timeoutS * 1000);
+      io.signal?.addEventListener('abort', () => resolve('interrupted'), { once: true });
+      supervisor.waitForDeployment(jobId, { version, namespace }).then(resolve, reject);
+    });
+    if (outcome === 'timeout' || outcome === 'interrupted') {
+      const reason = outcome === 'timeout' ? `no verdict within ${timeoutS}s` : 'interrupted';
+      say([`${paint('✘', 'bad', style)} ${jobId} version ${version}: ${reason}`], { type: 'deployment', ok: false, jobId, version, reason });
+      return GATE_UNHEALTHY;
+    }
+    say(describeDeployment(outcome, style), JSON.parse(deploymentJson(outcome)) as object);
+    return outcome.ok ? GATE_HEALTHY : GATE_UNHEALTHY;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    if (isUnreachable(error)) {
+      say([`${paint('✘', 'bad', style)} Nomad at ${config.address} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
+      return GATE_UNREACHABLE;
+    }
+    say([`${paint('✘', 'bad', style)} ${jobId}: ${message}`], { type: 'error', unreachable: false, message });
+    return GATE_UNHEALTHY;
+  } finally {
+    if (timer !== undefined) clock.clearTimeout(timer);
+    await supervisor.stop();
+    await nomad.close();
+  }
+}
+
+function nonNegativeInteger(text: string): number {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('expected a non-negative integer');
+  return value;
+}
+
+export function registerGateCommand(program: Command): void {
+  program
+    .command('gate')
+    .description("Wait for a job's deployment: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable")
+    .argument('<job>', 'job id')
+    .option('--version <n>', 'job version to judge (default: the current one)', nonNegativeInteger)
+    .option('-n, --namespace <namespace>', 'namespace (default NOMAD_NAMESPACE or "default")')
+    .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
+    .option('--json', 'print the result as one JSON object')
+    .action(async (jobId: string, options: GateOptions) => {
+      process.exitCode = await gate(jobId, options, {
+        env: process.env,
+        write: (text) => process.stdout.write(`${text}\n`),
+        signal: interruptSignal(),
+        color: process.stdout.isTTY,
+      });
+    });
+}

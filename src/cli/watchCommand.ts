@@ -1,0 +1,105 @@
+import { Option, type Command } from 'commander';
+import { systemClock, type Clock } from '../clock/index.js';
+import { NomadClient } from '../nomad/client.js';
+import { nomadConfigFromEnv } from '../nomad/config.js';
+import type { NomadTransportOptions } from '../nomad/transport.js';
+import { createSupervisor } from '../supervisor/index.js';
+import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
+import type { ConnectionState } from '../supervisor/types.js';
+
+/**
+ * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
+ * scope and prints each allocation's state changes and verdicts, one line each, with the reasons;
+ * `--json` prints one JSON object a line. Runs until interrupted; exit code 2 when the event stream
+ * gives up (a permanent error such as a refused token).
+ */
+
+export interface WatchOptions {
+  namespace?: string[];
+  jobPrefix?: string[];
+  json?: boolean;
+}
+
+/** Where a command writes and what it runs on; the CLI passes the process's, tests their own. */
+export interface CommandIo {
+  env: Readonly<Record<string, string | undefined>>;
+  write(line: string): void;
+  clock?: Clock;
+  /** Ends a long-running command (Ctrl-C). */
+  signal?: AbortSignal;
+  color?: boolean;
+  /** Options of the Nomad client (tests on a VirtualClock turn gzip off: gunzip runs on libuv's thread pool). */
+  transport?: Omit<NomadTransportOptions, 'clock'>;
+}
+
+const CONNECTION_WORDS: Record<ConnectionState, string> = {
+  connecting: 'connecting',
+  streaming: 'streaming events',
+  resyncing: 'listing allocations (resync)',
+  backingOff: 'connection lost, retrying',
+  stopped: 'stopped',
+};
+
+export async function watch(options: WatchOptions, io: CommandIo): Promise<number> {
+  const config = nomadConfigFromEnv(io.env);
+  const clock = io.clock ?? systemClock;
+  const style = { color: io.color ?? false };
+  const nomad = new NomadClient(config, { ...io.transport, clock });
+  const supervisor = createSupervisor({
+    nomad,
+    clock,
+    scope: { ...(options.namespace ? { namespaces: options.namespace } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
+  });
+  const line = (human: string, json: object): void => io.write(options.json ? JSON.stringify(json) : human);
+  let exitCode = 0;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+  supervisor.connection$.subscribe((state) => {
+    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint(`[${CONNECTION_WORDS[state]}]`, 'note', style)} ${config.address}`, {
+      type: 'connection',
+      time: formatTime(clock.now()),
+      state,
+    });
+  });
+  supervisor.changes$.subscribe((change) => io.write(options.json ? changeJson(change) : describeChange(change, style)));
+  supervisor.verdicts$.subscribe((record) => io.write(options.json ? verdictJson(record) : describeVerdict(record, style)));
+  supervisor.problems$.subscribe((problem) => {
+    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint('problem', 'bad', style)} ${problem.message}`, { type: 'problem', time: formatTime(clock.now()), ...problem });
+    if (problem.kind === 'stream-failed') {
+      exitCode = 2;
+      finish();
+    }
+  });
+  io.signal?.addEventListener('abort', () => finish(), { once: true });
+  if (io.signal?.aborted) finish();
+  await finished;
+  await supervisor.stop();
+  await nomad.close();
+  return exitCode;
+}
+
+/** Ctrl-C ends the command cleanly: the supervisor stops and sockets close. */
+export function interruptSignal(): AbortSignal {
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  process.once('SIGTERM', () => controller.abort());
+  return controller.signal;
+}
+
+export function registerWatchCommand(program: Command): void {
+  program
+    .command('watch')
+    .description("Follow the cluster at NOMAD_ADDR and print each allocation's state changes and verdicts")
+    .addOption(new Option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)'))
+    .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
+    .option('--json', 'one JSON object a line')
+    .action(async (options: WatchOptions) => {
+      const namespaces = options.namespace ?? (process.env.NOMAD_NAMESPACE ? [process.env.NOMAD_NAMESPACE] : undefined);
+      process.exitCode = await watch(
+        { ...options, ...(namespaces ? { namespace: namespaces } : {}) },
+        { env: process.env, write: (text) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY },
+      );
+    });
+}
