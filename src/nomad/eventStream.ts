@@ -4,9 +4,11 @@
  * - Framing: NDJSON cut on bytes (NdjsonDecoder); `{}` heartbeats; Nomad's raw error text at the
  *   end of a broken stream becomes a NomadStreamError.
  * - Resume: after any error or close, wait (exponential back-off with jitter, on the injected
- *   clock) and reconnect from the last index delivered + 1. Nomad answers with "the closest
- *   batch" (a batch at or below the index asked for, or its whole buffer when the index is too
- *   old), so every batch at or below the last delivered index is dropped.
+ *   clock) and reconnect from the last index seen. Nomad answers with "the closest batch" (a
+ *   batch at or below the index asked for, or its whole buffer when the index is too old), so
+ *   every batch below the last index is dropped, and at the last index every event already
+ *   delivered (Nomad 1.1.2 sends a registration as two frames with the same index: Job, then
+ *   Evaluation).
  * - Reconcile: Nomad marks no gap, so after each reconnect the watched allocations are listed and
  *   the ones that changed are delivered as synthetic `Resync` events (list, then watch).
  * - Freshness: an allocation is never delivered with a ModifyIndex at or below one already
@@ -78,6 +80,8 @@ class StreamSession {
   failures = 0;
   private needsResync: boolean;
   private readonly freshness = new AllocationFreshness();
+  /** Events other than allocation updates delivered at lastIndex (one index can span frames). */
+  private readonly deliveredAtLast = new Set<string>();
   private readonly scope: ResyncScope;
   readonly state: BehaviorSubject<StreamState>;
 
@@ -123,7 +127,9 @@ class StreamSession {
 
   private async pump(connection: AbortController, deliver: (batch: EventBatch) => void): Promise<void> {
     this.setStatus('connecting');
-    const index = this.lastIndex > 0 ? this.lastIndex + 1 : (this.options.index ?? 0);
+    // From the last index itself, not the next: Nomad can split one raft index over two frames (a
+    // registration's Job, then its Evaluation), and a cut between them must not lose the second.
+    const index = this.lastIndex > 0 ? this.lastIndex : (this.options.index ?? 0);
     const request = { topics: this.options.topics, index, signal: connection.signal };
     const idleMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     let idle: unknown;
@@ -179,16 +185,28 @@ class StreamSession {
   }
 
   private deliverFrame(frame: EventFrame, deliver: (batch: EventBatch) => void): void {
-    // A frame at or below the last index (Nomad's closest-batch replay, a repeat) is old news for
-    // every topic. Allocation updates are judged on their own ModifyIndex instead: in a replay they
-    // are old too, but a frame that arrives out of order can still hold the newest version.
-    const late = frame.Index <= this.lastIndex;
-    const events = frame.Events.filter((event) => (isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : !late));
-    if (!late) {
+    // A frame below the last index (Nomad's closest-batch replay, a repeat) is old news for every
+    // topic; at the last index only the events not yet delivered at that index are new. Allocation
+    // updates are judged on their own ModifyIndex instead: in a replay they are old too, but a
+    // frame that arrives out of order can still hold the newest version.
+    if (frame.Index > this.lastIndex) {
       this.lastIndex = frame.Index;
+      this.deliveredAtLast.clear();
       this.setStatus('streaming');
     }
+    const current = frame.Index === this.lastIndex;
+    const events = frame.Events.filter((event) =>
+      isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : current && this.firstAtLast(event),
+    );
     if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+  }
+
+  /** True the first time this event is seen at the last index. */
+  private firstAtLast(event: NomadEvent): boolean {
+    const identity = `${event.Topic}\u0000${event.Key}\u0000${event.Type}`;
+    if (this.deliveredAtLast.has(identity)) return false;
+    this.deliveredAtLast.add(identity);
+    return true;
   }
 
   private admit(allocation: Allocation): boolean {

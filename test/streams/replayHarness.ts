@@ -8,7 +8,7 @@ import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { decodeFrame, isAllocationEvent } from '../../src/nomad/eventFrames.js';
 import { nomadEventStream, type EventBatch, type EventStreamOptions, type StreamState } from '../../src/nomad/eventStream.js';
-import type { Allocation } from '../../src/nomad/types.js';
+import type { Allocation, NomadEvent } from '../../src/nomad/types.js';
 import { FakeNomad, type FakeNomadOptions } from '../../src/testing/fakeNomad.js';
 import { isHeartbeatLine, readScenario, type Scenario } from '../../src/testing/recording.js';
 import { fixtures, until } from '../nomad/support.js';
@@ -56,6 +56,15 @@ export function recordedFinals(recorded: Scenario): Map<string, AllocationSummar
   return finals;
 }
 
+function otherId(event: NomadEvent): string {
+  return `${event.Topic}/${event.Key}/${event.Type}@${event.Index}`;
+}
+
+/** Every recorded event that is not an allocation update. */
+export function recordedOthers(recorded: Scenario): Set<string> {
+  return new Set(dataFrames(recorded).flatMap((frame) => frame.Events.filter((e) => !isAllocationEvent(e)).map(otherId)));
+}
+
 export function lastRecordedIndex(recorded: Scenario): number {
   return Math.max(...dataFrames(recorded).map((frame) => frame.Index));
 }
@@ -68,6 +77,8 @@ export interface ReplayRun {
   finals: Map<string, AllocationSummary>;
   batches: EventBatch[];
   states: StreamState[];
+  /** Every other event delivered, as Topic/Key/Type@Index. */
+  others: Set<string>;
   /** Violations seen while collecting: an older allocation version after a newer one, another event twice or out of order. */
   regressions: string[];
 }
@@ -92,7 +103,7 @@ export async function replayThroughStream(
   const clock = new VirtualClock({ start: 1_795_971_900_000 });
   const fake = await FakeNomad.start({ ...fakeOptions, clock });
   const client = new NomadClient({ address: fake.address }, { clock });
-  const run: ReplayRun = { finals: new Map(), batches: [], states: [], regressions: [] };
+  const run: ReplayRun = { finals: new Map(), batches: [], states: [], regressions: [], others: new Set() };
   const stream = nomadEventStream(client, {
     topics: STREAM_TOPICS,
     index: firstIndex(recorded),
@@ -103,16 +114,15 @@ export async function replayThroughStream(
   setup(fake);
   const stateSubscription = stream.state.subscribe((state) => run.states.push(state));
   let failure: unknown;
-  const seen = new Set<string>();
   let lastOther = 0;
   const subscription = stream.batches.subscribe({
     next: (batch) => {
       run.batches.push(batch);
       for (const event of batch.events) {
         if (!isAllocationEvent(event)) {
-          const id = `${event.Topic}/${event.Key}@${event.Index}`;
-          if (seen.has(id) || event.Index < lastOther) run.regressions.push(`${id} delivered twice or out of order`);
-          seen.add(id);
+          const id = otherId(event);
+          if (run.others.has(id) || event.Index < lastOther) run.regressions.push(`${id} delivered twice or out of order`);
+          run.others.add(id);
           lastOther = event.Index;
           continue;
         }
