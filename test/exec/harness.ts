@@ -1,5 +1,5 @@
 import { createServer, type Server } from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -99,4 +99,21 @@ export class Recorder {
 export async function until(condition: () => boolean, turns = 20_000): Promise<void> {
   for (let i = 0; i < turns && !condition(); i++) await settle();
   if (!condition()) throw new Error('condition not reached');
+}
+
+/** Live (not zombie) processes in a process group, read from /proc. */
+export function liveInGroup(pgid: number): number[] {
+  const live: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Fields after the parenthesised command: state, ppid, pgrp, ...
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(pgrp) === pgid && state !== 'Z') live.push(Number(entry));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return live;
 }

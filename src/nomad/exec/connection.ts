@@ -55,9 +55,8 @@ export class ExecConnection {
     this.#socketOptions = execSocketOptions(config);
     this.#clock = options.clock;
     const highWaterMark = options.highWaterMark ?? 1024 * 1024;
-    const read = (): void => this.#resumeIfDrained();
-    this.stdout = new Readable({ highWaterMark, read });
-    this.stderr = new Readable({ highWaterMark, read });
+    this.stdout = new Readable({ highWaterMark, read: () => this.#resumeUnless(this.stderr) });
+    this.stderr = new Readable({ highWaterMark, read: () => this.#resumeUnless(this.stdout) });
     this.stdin = new Writable({
       write: (chunk: Buffer, _encoding, callback) => this.#send({ kind: 'stdin', data: chunk }, callback),
       final: (callback) => this.#closeStdin(callback),
@@ -151,7 +150,8 @@ export class ExecConnection {
       case 'stdout':
       case 'stderr': {
         const stream = this[frame.kind];
-        if (!this.#endedOutputs.has(stream) && !stream.push(frame.data)) ws.pause();
+        if (this.#endedOutputs.has(stream) || stream.push(frame.data)) return;
+        ws.pause();
         return;
       }
       case 'stdout.close':
@@ -216,10 +216,10 @@ export class ExecConnection {
     stream.push(null);
   }
 
-  #resumeIfDrained(): void {
+  /** One output asks for more: read the socket again, unless the other one is still full. */
+  #resumeUnless(other: Readable): void {
     const ws = this.#ws;
     if (ws === undefined || !ws.isPaused) return;
-    const below = (stream: Readable): boolean => stream.readableLength < stream.readableHighWaterMark;
-    if (below(this.stdout) && below(this.stderr)) ws.resume();
+    if (other.readableLength < other.readableHighWaterMark || this.#endedOutputs.has(other)) ws.resume();
   }
 }

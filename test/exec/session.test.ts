@@ -1,0 +1,154 @@
+/**
+ * The session around the socket: the machine's heartbeats and deadline on a VirtualClock, cancellation
+ * and timeout leaving no process behind, backpressure on a 200 MB output, and malformed or missing
+ * servers turned into typed errors.
+ */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { createActor, fromCallback } from 'xstate';
+import { WebSocketServer } from 'ws';
+import { VirtualClock, settle } from '../../src/clock/index.js';
+import { ExecClient } from '../../src/exec/execClient.js';
+import { ExecConnectionLostError, ExecProtocolError, ExecTimeoutError } from '../../src/nomad/exec/errors.js';
+import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecTransportCommand } from '../../machines/execSession.js';
+import { index, liveInGroup, startHarness, type Harness } from './harness.js';
+
+const ALLOC = index.alloc_id;
+
+describe('the session machine', () => {
+  function scripted() {
+    const received: ExecTransportCommand[] = [];
+    let sendBack: (event: { type: 'TRANSPORT.OPENED' } | { type: 'TRANSPORT.EXITED'; exitCode: number }) => void = () => undefined;
+    let stopped = false;
+    const transport = fromCallback<ExecTransportCommand>(({ sendBack: send, receive }) => {
+      sendBack = send;
+      receive((command) => received.push(command));
+      return () => {
+        stopped = true;
+      };
+    });
+    return { received, transport, open: () => sendBack({ type: 'TRANSPORT.OPENED' }), exit: (exitCode: number) => sendBack({ type: 'TRANSPORT.EXITED', exitCode }), stopped: () => stopped };
+  }
+  const input = { allocId: 'a', task: 'main', command: ['true'], tty: false };
+
+  test('sends a heartbeat every 10 s while open, none while connecting, and stops the transport on exit', () => {
+    const clock = new VirtualClock();
+    const t = scripted();
+    const actor = createActor(execSessionMachine.provide({ actors: { transport: t.transport } }), { input, clock }).start();
+    clock.advance(EXEC_HEARTBEAT_MS * 2);
+    expect(t.received).toHaveLength(0);
+    t.open();
+    clock.advance(EXEC_HEARTBEAT_MS - 1);
+    expect(t.received).toHaveLength(0);
+    clock.advance(1);
+    clock.advance(EXEC_HEARTBEAT_MS * 2);
+    expect(t.received).toEqual([{ type: 'HEARTBEAT' }, { type: 'HEARTBEAT' }, { type: 'HEARTBEAT' }]);
+    t.exit(4);
+    expect(actor.getSnapshot().output).toEqual({ status: 'exited', exitCode: 4 });
+    expect(t.stopped()).toBe(true);
+    expect(clock.pending()).toBe(0);
+  });
+
+  test('the deadline cancels from connecting or open, and only when one was given', () => {
+    const clock = new VirtualClock();
+    const t = scripted();
+    const timed = createActor(execSessionMachine.provide({ actors: { transport: t.transport } }), { input: { ...input, timeoutMs: 5_000 }, clock }).start();
+    clock.advance(4_999);
+    expect(timed.getSnapshot().status).toBe('active');
+    clock.advance(1);
+    expect(timed.getSnapshot().output).toEqual({ status: 'cancelled', reason: 'timeout' });
+    expect(t.stopped()).toBe(true);
+
+    const u = scripted();
+    const unbounded = createActor(execSessionMachine.provide({ actors: { transport: u.transport } }), { input, clock }).start();
+    u.open();
+    clock.advance(3600 * 1000);
+    expect(unbounded.getSnapshot().value).toEqual({ running: { phase: 'open', deadline: 'unbounded' } });
+    unbounded.send({ type: 'CANCEL' });
+    expect(unbounded.getSnapshot().output).toEqual({ status: 'cancelled', reason: 'cancelled' });
+  });
+});
+
+describe('against the fake exec endpoint', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  test('a timeout on the virtual clock ends the session and the whole process group', async () => {
+    const session = h.client.exec(ALLOC, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'], timeoutMs: 60_000 });
+    await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
+    await settle(20);
+    const [pid] = [...h.fake.running];
+    h.clock.advance(59_999);
+    expect(session.actor.getSnapshot().status).toBe('active');
+    h.clock.advance(1);
+    await expect(session.exitCode).rejects.toBeInstanceOf(ExecTimeoutError);
+    await h.fake.idle();
+    expect(liveInGroup(pid ?? 0)).toEqual([]);
+  });
+
+  test('a process that ignores SIGHUP is killed after the grace period', async () => {
+    const controller = new AbortController();
+    const session = h.client.exec(ALLOC, { task: 'main', command: ['/bin/sh', '-c', 'trap "" HUP; echo ready; while :; do sleep 1; done'], signal: controller.signal });
+    for await (const chunk of session.stdout) if (String(chunk).includes('ready')) break;
+    const [pid] = [...h.fake.running];
+    controller.abort();
+    await expect(session.exitCode).rejects.toMatchObject({ name: 'ExecAbortedError' });
+    await settle(50);
+    expect(h.fake.running.size).toBe(1);
+    h.clock.advance(2_000);
+    await h.fake.idle();
+    expect(liveInGroup(pid ?? 0)).toEqual([]);
+  });
+
+  test('backpressure: 200 MB read slowly stays within 64 MiB of extra memory', async () => {
+    const size = 200_000_000;
+    const session = h.client.exec(ALLOC, { task: 'main', command: ['head', '-c', String(size), '/dev/zero'] });
+    const base = process.memoryUsage();
+    let peak = 0;
+    let total = 0;
+    let chunks = 0;
+    const slow = new Writable({
+      highWaterMark: 64 * 1024,
+      write(chunk: Buffer, _encoding, callback) {
+        total += chunk.length;
+        // Slow reader: yield to the event loop after every chunk, and sample memory now and then.
+        if (++chunks % 256 === 0) {
+          const now = process.memoryUsage();
+          peak = Math.max(peak, now.rss - base.rss);
+        }
+        setImmediate(callback);
+      },
+    });
+    await pipeline(session.stdout, slow);
+    await expect(session.exitCode).resolves.toBe(0);
+    expect(total).toBe(size);
+    expect(peak).toBeLessThan(64 * 1024 * 1024);
+  }, 60_000);
+});
+
+describe('servers that do not behave', () => {
+  test('a malformed frame is a protocol error, a refused connection a lost connection', async () => {
+    const server = createServer();
+    const wss = new WebSocketServer({ server });
+    wss.on('connection', (ws) => ws.send('{"stdout":{"data":"not base64!"}}'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    const client = new ExecClient({ address: `http://127.0.0.1:${port}`, token: 'secret-token' }, { clock: new VirtualClock() });
+    const error = await client.exec('x', { task: 'main', command: ['true'] }).exitCode.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ExecProtocolError);
+    expect(String((error as Error).message)).not.toContain('secret-token');
+    wss.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+
+    const refused = await client.exec('x', { task: 'main', command: ['true'] }).exitCode.catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ExecConnectionLostError);
+    expect(String((refused as Error).message)).not.toContain('secret-token');
+  });
+});
