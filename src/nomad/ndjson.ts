@@ -48,8 +48,8 @@ export class NdjsonDecoder {
       this.pendingBytes = 0;
       throw new NomadStreamError('malformed', `event stream line longer than ${this.maxLineBytes} bytes`);
     }
-    // A subarray would pin the whole chunk; copying the tail keeps memory bounded by the line.
-    this.pending.push(Buffer.from(part));
+    // Kept as a view: the chunk it pins is at most one read (64 KiB) beyond the line itself.
+    this.pending.push(part);
   }
 
   private takePending(last: Buffer): string {
