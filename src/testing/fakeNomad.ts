@@ -1,0 +1,175 @@
+/**
+ * FakeNomad: a real HTTP(S) server on 127.0.0.1 that speaks Nomad 1.1.2's API over an in-memory
+ * cluster the test scripts, with the event stream, blocking queries, ACL token check, TLS/mTLS and
+ * fault switches. All of its timers run on the injected clock.
+ *
+ *   const fake = await FakeNomad.start({ clock });
+ *   fake.cluster.registerJob(spec); fake.cluster.placeAllocations('web');
+ *   ... point the client at fake.address ...
+ *   await fake.close();
+ */
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { systemClock, type Clock } from '../clock/index.js';
+import type { RecordedLine } from './recording.js';
+import type { BlockingContext } from './nomad/blocking.js';
+import { ClusterState } from './nomad/clusterState.js';
+import { NomadApiError } from './nomad/errors.js';
+import { EventBroker } from './nomad/eventBroker.js';
+import { EventStreamSession, parseStreamRequest } from './nomad/eventStream.js';
+import { FaultSwitches } from './nomad/faults.js';
+import { SeededRandom } from './nomad/ids.js';
+import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
+import { matchRoute } from './nomad/routes.js';
+import { sendText } from './nomad/wire.js';
+
+export interface FakeNomadTlsOptions {
+  /** PEM server certificate and key. */
+  cert: string | Buffer;
+  key: string | Buffer;
+  /** PEM CA that client certificates must chain to. */
+  ca?: string | Buffer;
+  /** Require a client certificate signed by `ca` (mTLS). */
+  requestClientCert?: boolean;
+}
+
+export interface FakeNomadOptions {
+  clock?: Clock;
+  tls?: FakeNomadTlsOptions;
+  /** When set, ACLs are on: requests need this X-Nomad-Token (403 otherwise). */
+  token?: string;
+  /** Seed of every random choice (IDs, blocking-query jitter). Default 1. */
+  seed?: number;
+  /** Event buffer size in batches (Nomad's event_buffer_size, default 100). */
+  eventBufferSize?: number;
+  /** Raft index the cluster starts at (default 1). */
+  initialIndex?: number;
+  /** Nomad ≥ 1.2 behaviour: `namespace=*` on the event stream matches every namespace. 1.1.2 (default) matches none. */
+  namespaceWildcard?: boolean;
+}
+
+export class FakeNomad {
+  readonly cluster: ClusterState;
+  readonly faults = new FaultSwitches();
+  readonly broker: EventBroker;
+  private readonly sockets = new Set<Socket>();
+  private readonly streams = new Set<EventStreamSession>();
+  private readonly replays = new Set<ReplayHandle>();
+  private readonly blocking: BlockingContext;
+
+  private constructor(
+    readonly server: HttpServer | HttpsServer,
+    readonly clock: Clock,
+    private readonly options: FakeNomadOptions,
+  ) {
+    const random = new SeededRandom(options.seed ?? 1);
+    this.broker = new EventBroker(options.eventBufferSize ?? 100);
+    this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
+    this.blocking = { clock, random, onChange: (listener) => this.cluster.onChange(listener) };
+  }
+
+  static async start(options: FakeNomadOptions = {}): Promise<FakeNomad> {
+    const handler = (req: IncomingMessage, res: ServerResponse): void => fake.handle(req, res);
+    const server = options.tls
+      ? createHttpsServer(
+          {
+            cert: options.tls.cert, key: options.tls.key,
+            ...(options.tls.ca === undefined ? {} : { ca: options.tls.ca }),
+            requestCert: options.tls.requestClientCert === true,
+            rejectUnauthorized: options.tls.requestClientCert === true,
+          },
+          handler,
+        )
+      : createHttpServer(handler);
+    const fake: FakeNomad = new FakeNomad(server, options.clock ?? systemClock, options);
+    server.keepAliveTimeout = 0;
+    server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => fake.accept(socket));
+    server.on('clientError', (_error, socket) => socket.destroy());
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => resolve());
+    });
+    return fake;
+  }
+
+  /** 'http://127.0.0.1:<port>' or 'https://127.0.0.1:<port>'. */
+  get address(): string {
+    const { port } = this.server.address() as AddressInfo;
+    return `${this.options.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
+  }
+
+  /** Replays a recorded stream: on the clock (each line at its `t`), or at once with `{ immediate: true }`. */
+  replay(lines: readonly RecordedLine[], options: ReplayOptions & { immediate?: boolean } = {}): ReplayHandle {
+    if (options.immediate) {
+      replayNow(this.cluster, lines, options);
+      return { done: Promise.resolve(), stop: () => undefined };
+    }
+    const handle = replayOnClock(this.cluster, this.clock, lines, options);
+    this.replays.add(handle);
+    void handle.done.finally(() => this.replays.delete(handle)).catch(() => undefined);
+    return handle;
+  }
+
+  /** Ends every event stream (as a server shutdown does); clients see the chunked body end. */
+  endStreams(): void {
+    for (const stream of [...this.streams]) stream.end();
+  }
+
+  /** Closes every socket, ends streams, stops replays and clears the fake's timers. */
+  async close(): Promise<void> {
+    for (const replay of [...this.replays]) replay.stop();
+    for (const stream of [...this.streams]) stream.destroy();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  private accept(socket: Socket): void {
+    if (this.faults.takeRefusal()) {
+      socket.destroy();
+      return;
+    }
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    this.route(req, res).catch((error: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const apiError = error instanceof NomadApiError ? error : new NomadApiError(500, error instanceof Error ? error.message : String(error));
+      sendText(req, res, apiError.status, apiError.body);
+    });
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    const method = req.method ?? 'GET';
+    const failure = this.faults.takeFailure(url.pathname);
+    if (failure) throw new NomadApiError(failure.status, failure.body);
+    this.checkToken(req, url.pathname);
+    if (url.pathname === '/v1/event/stream') {
+      if (method !== 'GET') throw new NomadApiError(405, 'Invalid method');
+      const request = parseStreamRequest(url.searchParams, this.options.namespaceWildcard === true);
+      const session = new EventStreamSession(req, res, request, this.broker, this.clock, this.faults.takeStreamPlan(), (s) => this.streams.delete(s));
+      this.streams.add(session);
+      session.start();
+      return;
+    }
+    const route = matchRoute(method, url.pathname);
+    if ('status' in route) throw new NomadApiError(route.status, route.text);
+    await route.handler({ req, res, url, params: route.params, cluster: this.cluster, blocking: this.blocking });
+  }
+
+  /** ACL check as Nomad 1.1.2 answers it: an unknown token is "ACL token not found", none at all lacks permission. */
+  private checkToken(req: IncomingMessage, path: string): void {
+    if (this.options.token === undefined || path === '/v1/status/leader') return;
+    const token = req.headers['x-nomad-token'];
+    if (token === this.options.token) return;
+    if (token === undefined || token === '') throw new NomadApiError(path === '/v1/event/stream' ? 500 : 403, 'Permission denied');
+    throw new NomadApiError(403, 'ACL token not found');
+  }
+}

@@ -1,0 +1,810 @@
+/**
+ * The in-memory cluster behind FakeNomad: jobs with versions, allocations, evaluations and
+ * deployments at raft-like indexes. Every change is one write at a new index that publishes the
+ * event batch Nomad 1.1.2 publishes for it (Type = raft message type, FilterKeys per topic, no Job
+ * inside Allocation payloads, nothing published for a purge). Tests script it; the HTTP layer reads it.
+ */
+import type { Clock } from '../../clock/index.js';
+import type { Allocation, Deployment, Evaluation, Job } from '../../nomad/types.js';
+import type { EventBroker, StreamEvent } from './eventBroker.js';
+import { NomadApiError } from './errors.js';
+import { nanosFromMillis, rfc3339Nano } from './goText.js';
+import type { SeededRandom } from './ids.js';
+import { canonicalizeJob, checkJobTypes, validateJob, type JsonObject } from './jobSpec.js';
+import {
+  DEPLOYMENT_DESCRIPTIONS, MAX_TASK_EVENTS, allocMetric, allocStub, allocatedResources, clientStatusOf, jobStub,
+  omitEmpty, resourcesOf, taskEvent, taskState, type TaskEventInput,
+} from './objects.js';
+
+export type { TaskEventInput } from './objects.js';
+
+type Table = 'jobs' | 'job_version' | 'job_summary' | 'allocs' | 'evals' | 'deployment';
+
+export interface RegisterOptions {
+  namespace?: string;
+  /** Register only if the job's JobModifyIndex equals `jobModifyIndex` (0: only if the job does not exist). */
+  enforceIndex?: boolean;
+  jobModifyIndex?: number;
+}
+
+export interface RegisterResult {
+  job: Job;
+  evaluation: Evaluation;
+  index: number;
+}
+
+export interface PlaceOptions {
+  namespace?: string;
+  group?: string;
+  /** How many to place; default: the group's Count minus its live allocations of the current version. */
+  count?: number;
+  /** Evaluation that does the placing; default: the job's newest pending evaluation, or a new one. */
+  evalId?: string;
+  canary?: boolean;
+}
+
+export interface TaskUpdate {
+  State?: 'pending' | 'running' | 'dead';
+  Failed?: boolean;
+  events?: TaskEventInput[];
+}
+
+interface JobRecord {
+  versions: Map<number, JsonObject>;
+  current: JsonObject;
+  summaryIndex: number;
+}
+
+interface PendingWrite {
+  index: number;
+  /** Nomad publishes a registration as two items at one index (the job, then its evaluation). */
+  batches: StreamEvent[][];
+}
+
+const jobKey = (namespace: string, id: string): string => `${namespace}\u0000${id}`;
+
+export class ClusterState {
+  private lastIndex: number;
+  private readonly tableIndexes = new Map<Table, number>();
+  private readonly jobs = new Map<string, JobRecord>();
+  private readonly allocs = new Map<string, JsonObject>();
+  private readonly allocJobs = new Map<string, JsonObject>();
+  private readonly evals = new Map<string, JsonObject>();
+  private readonly deployments = new Map<string, JsonObject>();
+  private readonly changeListeners = new Set<() => void>();
+  private write: PendingWrite | undefined;
+  readonly nodeId: string;
+  readonly nodeName = 'fake-nomad';
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly broker: EventBroker,
+    private readonly random: SeededRandom,
+    initialIndex = 1,
+  ) {
+    this.lastIndex = initialIndex;
+    this.nodeId = random.uuid();
+  }
+
+  /** The latest raft index. */
+  get index(): number {
+    return this.lastIndex;
+  }
+
+  /** The index of the last write to a table (what Nomad's list endpoints report); at least 1. */
+  tableIndex(...tables: Table[]): number {
+    return Math.max(1, ...tables.map((t) => this.tableIndexes.get(t) ?? 0));
+  }
+
+  /** Called after every write (blocking queries re-check). Returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  /** Runs `changes` as one raft write: one index, one event batch. */
+  batch<T>(changes: () => T): T {
+    if (this.write !== undefined) return changes();
+    this.write = { index: this.lastIndex + 1, batches: [[]] };
+    try {
+      return changes();
+    } finally {
+      const write = this.write;
+      this.write = undefined;
+      this.lastIndex = write.index;
+      for (const events of write.batches) this.broker.publish({ Index: write.index, Events: events });
+      for (const listener of [...this.changeListeners]) listener();
+    }
+  }
+
+  private get current(): PendingWrite {
+    if (this.write === undefined) throw new Error('ClusterState: change outside of a write');
+    return this.write;
+  }
+
+  private touch(...tables: Table[]): number {
+    const { index } = this.current;
+    for (const table of tables) this.tableIndexes.set(table, index);
+    return index;
+  }
+
+  private nowNanos(): bigint {
+    return nanosFromMillis(this.clock.now());
+  }
+
+  private publish(topic: string, type: string, object: JsonObject): void {
+    const events = this.current.batches[this.current.batches.length - 1]!;
+    const jobId = String(object.JobID ?? object.ID);
+    const filterKeys =
+      topic === 'Job' ? null : topic === 'Deployment' ? [jobId] : [jobId, String(object.DeploymentID ?? '')];
+    const payload = topic === 'Allocation' || topic === 'Evaluation' ? omitEmpty(object) : object;
+    const existing = events.findIndex((e) => e.Topic === topic && e.Key === object.ID);
+    const event: StreamEvent = {
+      Topic: topic, Type: type, Key: String(object.ID), Namespace: String(object.Namespace ?? 'default'),
+      FilterKeys: filterKeys, Index: this.current.index, Payload: { [topic]: structuredClone(payload) },
+    };
+    if (existing >= 0) events[existing] = event;
+    else events.push(event);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  job(id: string, options: { namespace?: string; version?: number } = {}): Job | undefined {
+    const record = this.jobs.get(jobKey(options.namespace ?? 'default', id));
+    const job = options.version === undefined ? record?.current : record?.versions.get(options.version);
+    return job as Job | undefined;
+  }
+
+  jobVersions(id: string, namespace = 'default'): Job[] {
+    const record = this.jobs.get(jobKey(namespace, id));
+    return record ? ([...record.versions.values()].sort((a, b) => Number(b.Version) - Number(a.Version)) as Job[]) : [];
+  }
+
+  listJobs(options: { namespace?: string; prefix?: string } = {}): JsonObject[] {
+    return [...this.jobs.values()]
+      .map((r) => r.current)
+      .filter((job) => matchesNamespace(job, options.namespace) && String(job.ID).startsWith(options.prefix ?? ''))
+      .sort((a, b) => String(a.ID).localeCompare(String(b.ID)))
+      .map((job) => jobStub(job, this.jobSummary(job)));
+  }
+
+  /** GET /v1/allocation/:id: the allocation with its Job embedded. */
+  allocation(id: string): Allocation | undefined {
+    const alloc = this.allocs.get(id);
+    if (alloc === undefined) return undefined;
+    return omitEmpty({ ...alloc, Job: this.allocJobs.get(id) ?? null }) as Allocation;
+  }
+
+  /** Allocation stubs, optionally of one job. */
+  listAllocations(options: { namespace?: string; prefix?: string; jobId?: string } = {}): JsonObject[] {
+    return [...this.allocs.values()]
+      .filter((a) => matchesNamespace(a, options.namespace) && String(a.ID).startsWith(options.prefix ?? ''))
+      .filter((a) => options.jobId === undefined || a.JobID === options.jobId)
+      .sort(byCreateIndex)
+      .map((a) => allocStub(a, this.allocJobs.get(String(a.ID))));
+  }
+
+  evaluation(id: string): Evaluation | undefined {
+    const evaluation = this.evals.get(id);
+    return evaluation && (omitEmpty(evaluation) as Evaluation);
+  }
+
+  listEvaluations(options: { namespace?: string; prefix?: string; jobId?: string } = {}): Evaluation[] {
+    return [...this.evals.values()]
+      .filter((e) => matchesNamespace(e, options.namespace) && String(e.ID).startsWith(options.prefix ?? ''))
+      .filter((e) => options.jobId === undefined || e.JobID === options.jobId)
+      .sort(byCreateIndex)
+      .map((e) => omitEmpty(e) as Evaluation);
+  }
+
+  deployment(id: string): Deployment | undefined {
+    return this.deployments.get(id) as Deployment | undefined;
+  }
+
+  listDeployments(options: { namespace?: string; prefix?: string; jobId?: string } = {}): Deployment[] {
+    return [...this.deployments.values()]
+      .filter((d) => matchesNamespace(d, options.namespace) && String(d.ID).startsWith(options.prefix ?? ''))
+      .filter((d) => options.jobId === undefined || d.JobID === options.jobId)
+      .sort((a, b) => Number(b.CreateIndex) - Number(a.CreateIndex)) as Deployment[];
+  }
+
+  private jobSummary(job: JsonObject): JsonObject {
+    const record = this.jobs.get(jobKey(String(job.Namespace), String(job.ID)));
+    const summary: Record<string, Record<string, number>> = {};
+    for (const group of job.TaskGroups as JsonObject[]) {
+      summary[String(group.Name)] = { Complete: 0, Failed: 0, Lost: 0, Queued: 0, Running: 0, Starting: 0 };
+    }
+    for (const alloc of this.allocs.values()) {
+      if (alloc.JobID !== job.ID || alloc.Namespace !== job.Namespace) continue;
+      const counts = summary[String(alloc.TaskGroup)];
+      const key = { pending: 'Starting', running: 'Running', complete: 'Complete', failed: 'Failed', lost: 'Lost' }[String(alloc.ClientStatus)];
+      if (counts && key) counts[key] = (counts[key] ?? 0) + 1;
+    }
+    return {
+      Children: { Dead: 0, Pending: 0, Running: 0 }, CreateIndex: job.CreateIndex, JobID: job.ID,
+      ModifyIndex: record?.summaryIndex ?? job.ModifyIndex, Namespace: job.Namespace, Summary: summary,
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Jobs
+
+  /** Registers (or updates) a job as PUT /v1/jobs does: new version when the spec changed, plus a job-register evaluation. */
+  registerJob(spec: JsonObject | Job, options: RegisterOptions = {}): RegisterResult {
+    checkJobTypes(spec);
+    if (spec.ID === undefined || spec.ID === null || spec.ID === '') throw new NomadApiError(500, 'Job ID hasn\'t been provided');
+    const namespace = options.namespace ?? (typeof spec.Namespace === 'string' && spec.Namespace !== '' ? spec.Namespace : 'default');
+    const canonical = canonicalizeJob(spec, namespace);
+    validateJob(canonical);
+    const key = jobKey(namespace, String(canonical.ID));
+    const existing = this.jobs.get(key);
+    if (options.enforceIndex) enforceIndex(existing?.current, options.jobModifyIndex ?? 0);
+    const { index, evaluation } = this.batch(() => {
+      const index = this.touch('jobs', 'job_version', 'job_summary', 'evals');
+      const previous = existing?.current;
+      const changed = previous === undefined || specChanged(previous, canonical);
+      const version = previous === undefined ? 0 : Number(previous.Version) + (changed ? 1 : 0);
+      const job: JsonObject = {
+        ...canonical, Stop: false, Status: 'pending', Stable: false, Version: version, SubmitTime: this.nowNanos(),
+        CreateIndex: previous?.CreateIndex ?? index, ModifyIndex: index, JobModifyIndex: index,
+      };
+      const record = existing ?? { versions: new Map(), current: job, summaryIndex: index };
+      record.current = job;
+      record.versions.set(version, job);
+      this.jobs.set(key, record);
+      this.publish('Job', 'JobRegistered', job);
+      this.current.batches.push([]);
+      return { index, evaluation: this.newEvaluation(job, 'job-register', 'JobRegistered') };
+    });
+    return { job: this.jobs.get(key)!.current as Job, evaluation: omitEmpty(evaluation) as Evaluation, index };
+  }
+
+  /** Stores a job exactly as given (a recorded job.json), at its own indexes, without publishing. */
+  loadJob(job: JsonObject | Job): void {
+    const namespace = String(job.Namespace ?? 'default');
+    const key = jobKey(namespace, String(job.ID));
+    const record = this.jobs.get(key) ?? { versions: new Map(), current: job, summaryIndex: Number(job.ModifyIndex) };
+    record.current = job;
+    record.versions.set(Number(job.Version ?? 0), job);
+    this.jobs.set(key, record);
+    this.raiseIndex(Number(job.ModifyIndex ?? 0), 'jobs', 'job_version', 'job_summary');
+  }
+
+  /** DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event), and stops its allocations. */
+  deregisterJob(id: string, options: { namespace?: string; purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
+    const namespace = options.namespace ?? 'default';
+    const record = this.jobs.get(jobKey(namespace, id));
+    if (record === undefined) throw new NomadApiError(404, 'job not found');
+    const evaluation = this.batch(() => {
+      this.touch('jobs', 'job_version', 'evals');
+      if (options.purge) {
+        this.jobs.delete(jobKey(namespace, id));
+      } else {
+        const job = { ...record.current, Stop: true, ModifyIndex: this.current.index, JobModifyIndex: this.current.index, Version: Number(record.current.Version) + 1, SubmitTime: this.nowNanos() };
+        record.current = job;
+        record.versions.set(Number(job.Version), job);
+        this.publish('Job', 'JobDeregistered', job);
+      }
+      return this.newEvaluation(record.current, 'job-deregister', 'JobDeregistered');
+    });
+    this.batch(() => {
+      for (const alloc of this.liveAllocations(id, namespace)) {
+        this.updateAlloc(String(alloc.ID), 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' }, true);
+      }
+      for (const deployment of this.deployments.values()) {
+        if (deployment.JobID === id && deployment.Namespace === namespace && deployment.Status === 'running') {
+          this.updateDeployment(String(deployment.ID), 'PlanResult', { Status: 'cancelled', StatusDescription: DEPLOYMENT_DESCRIPTIONS.cancelled });
+        }
+      }
+      this.publish('Evaluation', 'PlanResult', evaluation);
+    });
+    this.completeEvaluation(String(evaluation.ID));
+    return { evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
+  }
+
+  private liveAllocations(jobId: string, namespace: string): JsonObject[] {
+    return [...this.allocs.values()].filter(
+      (a) => a.JobID === jobId && a.Namespace === namespace && a.DesiredStatus === 'run' && !isClientTerminal(a),
+    );
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Scheduling
+
+  /** A scheduler placement (PlanResult): new allocations for a group, the deployment, then the evaluation completes. */
+  placeAllocations(jobId: string, options: PlaceOptions = {}): Allocation[] {
+    const namespace = options.namespace ?? 'default';
+    const job = this.requireJob(jobId, namespace);
+    const group = this.requireGroup(job, options.group);
+    const placed = this.batch(() => {
+      const evaluation = this.evaluationFor(job, options.evalId);
+      const deployment = this.deploymentFor(job, group);
+      const live = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version === job.Version);
+      const count = options.count ?? Math.max(0, Number(group.Count) - live.length);
+      const used = new Set([...this.allocs.values()].filter((a) => a.JobID === jobId && a.DesiredStatus === 'run').map((a) => a.Name));
+      const allocs: JsonObject[] = [];
+      for (let slot = 0; allocs.length < count; slot++) {
+        const name = `${jobId}.${String(group.Name)}[${slot}]`;
+        if (used.has(name)) continue;
+        allocs.push(this.newAllocation(job, group, name, evaluation, deployment, options.canary === true));
+      }
+      if (deployment) {
+        this.adjustDeploymentGroup(deployment, String(group.Name), (state) => {
+          state.PlacedAllocs = Number(state.PlacedAllocs) + allocs.length;
+          if (options.canary) state.PlacedCanaries = [...((state.PlacedCanaries as string[] | null) ?? []), ...allocs.map((a) => String(a.ID))];
+        }, 'PlanResult');
+        evaluation.DeploymentID = deployment.ID;
+      }
+      this.publish('Evaluation', 'PlanResult', evaluation);
+      this.refreshJobStatus(job, 'PlanResult');
+      return { allocs, evaluation };
+    });
+    this.completeEvaluation(String(placed.evaluation.ID), { QueuedAllocations: { [String(group.Name)]: 0 } });
+    return placed.allocs.map((a) => this.allocation(String(a.ID))!);
+  }
+
+  /**
+   * A placement that finds no room: the evaluation completes with FailedTGAllocs and a blocked
+   * evaluation waiting for capacity (and, for a service job, a deployment is created anyway).
+   */
+  failPlacement(jobId: string, options: { namespace?: string; group?: string; dimension?: string; evalId?: string } = {}): { evaluation: Evaluation; blocked: Evaluation } {
+    const namespace = options.namespace ?? 'default';
+    const job = this.requireJob(jobId, namespace);
+    const group = this.requireGroup(job, options.group);
+    const task = (group.Tasks as JsonObject[])[0]!;
+    const failed = { [String(group.Name)]: allocMetric(this.nodeId, { dimension: options.dimension ?? 'memory', task: String(task.Name), resources: resourcesOf(task) }) };
+    const evaluation = this.batch(() => {
+      const evaluation = this.evaluationFor(job, options.evalId);
+      const deployment = this.deploymentFor(job, group);
+      if (deployment) evaluation.DeploymentID = deployment.ID;
+      this.publish('Evaluation', 'PlanResult', evaluation);
+      return evaluation;
+    });
+    const blocked = this.batch(() => {
+      const blocked = this.newEvaluation(job, 'queued-allocs', 'EvaluationUpdated', {
+        Status: 'blocked', StatusDescription: 'created to place remaining allocations', PreviousEval: evaluation.ID,
+        FailedTGAllocs: failed, ClassEligibility: { 'v1:fake': true }, SnapshotIndex: job.JobModifyIndex,
+      });
+      this.patchEvaluation(evaluation, { Status: 'complete', BlockedEval: blocked.ID, FailedTGAllocs: failed, QueuedAllocations: { [String(group.Name)]: Number(group.Count) } });
+      return blocked;
+    });
+    return { evaluation: this.evaluation(String(evaluation.ID))!, blocked: omitEmpty(blocked) as Evaluation };
+  }
+
+  private evaluationFor(job: JsonObject, evalId: string | undefined): JsonObject {
+    if (evalId !== undefined) {
+      const evaluation = this.evals.get(evalId);
+      if (evaluation === undefined) throw new NomadApiError(404, 'eval not found');
+      return evaluation;
+    }
+    const pending = [...this.evals.values()].filter((e) => e.JobID === job.ID && e.Namespace === job.Namespace && e.Status === 'pending').sort(byCreateIndex);
+    return pending[pending.length - 1] ?? this.newEvaluation(job, 'job-register', 'PlanResult');
+  }
+
+  /** The running deployment of this job version, created on first placement (service jobs with an update block). */
+  private deploymentFor(job: JsonObject, group: JsonObject): JsonObject | undefined {
+    if (job.Type !== 'service' || group.Update === null) return undefined;
+    const found = [...this.deployments.values()].find((d) => d.JobID === job.ID && d.Namespace === job.Namespace && d.JobVersion === job.Version && d.Status === 'running');
+    if (found) return found;
+    const index = this.touch('deployment');
+    const groups = Object.fromEntries(
+      (job.TaskGroups as JsonObject[]).filter((g) => g.Update !== null).map((g) => {
+        const update = g.Update as JsonObject;
+        return [g.Name, {
+          AutoPromote: update.AutoPromote, AutoRevert: update.AutoRevert, DesiredCanaries: update.Canary, DesiredTotal: g.Count,
+          HealthyAllocs: 0, PlacedAllocs: 0, PlacedCanaries: null, ProgressDeadline: update.ProgressDeadline, Promoted: false,
+          RequireProgressBy: rfc3339Nano(this.clock.now() + Number(update.ProgressDeadline) / 1e6), UnhealthyAllocs: 0,
+        }];
+      }),
+    );
+    const canaries = Object.values(groups).some((g) => Number((g as JsonObject).DesiredCanaries) > 0);
+    const deployment: JsonObject = {
+      CreateIndex: index, ID: this.random.uuid(), IsMultiregion: false, JobCreateIndex: job.CreateIndex, JobID: job.ID,
+      JobModifyIndex: job.JobModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobVersion: job.Version, ModifyIndex: index,
+      Namespace: job.Namespace, Status: 'running',
+      StatusDescription: canaries ? 'Deployment is running but requires manual promotion' : DEPLOYMENT_DESCRIPTIONS.running, TaskGroups: groups,
+    };
+    this.deployments.set(String(deployment.ID), deployment);
+    this.publish('Deployment', 'PlanResult', deployment);
+    return deployment;
+  }
+
+  private newAllocation(job: JsonObject, group: JsonObject, name: string, evaluation: JsonObject, deployment: JsonObject | undefined, canary: boolean): JsonObject {
+    const index = this.touch('allocs', 'job_summary');
+    const now = this.nowNanos();
+    const tasks = group.Tasks as JsonObject[];
+    const resources = tasks.map(resourcesOf);
+    const sum = (field: string): number => resources.reduce((total, r) => total + Number(r[field] ?? 0), 0);
+    const disk = Number((group.EphemeralDisk as JsonObject | null)?.SizeMB ?? 300);
+    const alloc: JsonObject = {
+      AllocModifyIndex: index, AllocatedResources: allocatedResources(group), ClientDescription: '', ClientStatus: 'pending',
+      CreateIndex: index, CreateTime: now, DeploymentID: deployment?.ID ?? '',
+      DeploymentStatus: canary ? { Canary: true, Healthy: null, ModifyIndex: index, Timestamp: null } : null,
+      DesiredDescription: '', DesiredStatus: 'run', DesiredTransition: { ForceReschedule: null, Migrate: null, Reschedule: null },
+      EvalID: evaluation.ID, FollowupEvalID: '', ID: this.random.uuid(), JobID: job.ID, Metrics: allocMetric(this.nodeId),
+      ModifyIndex: index, ModifyTime: now, Name: name, Namespace: job.Namespace, NetworkStatus: null, NextAllocation: '',
+      NodeID: this.nodeId, NodeName: this.nodeName, PreviousAllocation: '', RescheduleTracker: null,
+      Resources: { CPU: sum('CPU'), Cores: 0, Devices: null, DiskMB: disk, IOPS: 0, MemoryMB: sum('MemoryMB'), MemoryMaxMB: sum('MemoryMB'), Networks: null },
+      SharedResources: { CPU: 0, Cores: 0, Devices: null, DiskMB: disk, IOPS: 0, MemoryMB: 0, MemoryMaxMB: 0, Networks: null },
+      TaskGroup: group.Name, TaskResources: Object.fromEntries(tasks.map((t, i) => [t.Name, resources[i]])), TaskStates: null,
+    };
+    this.allocs.set(String(alloc.ID), alloc);
+    this.allocJobs.set(String(alloc.ID), job);
+    this.publish('Allocation', 'PlanResult', alloc);
+    return alloc;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Evaluations
+
+  private newEvaluation(job: JsonObject, triggeredBy: string, type: string, fields: JsonObject = {}): JsonObject {
+    const index = this.touch('evals');
+    const now = this.nowNanos();
+    const evaluation: JsonObject = {
+      CreateIndex: index, CreateTime: now, ID: this.random.uuid(), JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+      ModifyIndex: index, ModifyTime: now, Namespace: job.Namespace, Priority: job.Priority, Status: 'pending',
+      TriggeredBy: triggeredBy, Type: job.Type, ...fields,
+    };
+    this.evals.set(String(evaluation.ID), evaluation);
+    this.publish('Evaluation', type, evaluation);
+    return evaluation;
+  }
+
+  /** Creates an evaluation for a job (any TriggeredBy, Status, FailedTGAllocs, WaitUntil ...). */
+  createEvaluation(jobId: string, fields: JsonObject & { TriggeredBy?: string } = {}, namespace = 'default'): Evaluation {
+    const job = this.requireJob(jobId, namespace);
+    const evaluation = this.batch(() => this.newEvaluation(job, fields.TriggeredBy ?? 'job-register', 'EvaluationUpdated', fields));
+    return omitEmpty(evaluation) as Evaluation;
+  }
+
+  /** Changes an evaluation's fields (Status complete/failed/canceled, StatusDescription, NextEval ...). */
+  updateEvaluation(id: string, fields: JsonObject): Evaluation {
+    const evaluation = this.evals.get(id);
+    if (evaluation === undefined) throw new NomadApiError(404, 'eval not found');
+    this.batch(() => this.patchEvaluation(evaluation, fields));
+    return this.evaluation(id)!;
+  }
+
+  private patchEvaluation(evaluation: JsonObject, fields: JsonObject, type = 'EvaluationUpdated'): void {
+    this.touch('evals');
+    Object.assign(evaluation, fields, { ModifyIndex: this.current.index, ModifyTime: this.nowNanos() });
+    this.publish('Evaluation', type, evaluation);
+    const job = this.jobs.get(jobKey(String(evaluation.Namespace), String(evaluation.JobID)))?.current;
+    if (job) this.refreshJobStatus(job, type);
+  }
+
+  private completeEvaluation(id: string, fields: JsonObject = {}): void {
+    const evaluation = this.evals.get(id)!;
+    this.batch(() => this.patchEvaluation(evaluation, { Status: 'complete', SnapshotIndex: evaluation.JobModifyIndex, ...fields }));
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Allocations: what a Nomad client reports
+
+  private requireAlloc(id: string): JsonObject {
+    const alloc = this.allocs.get(id);
+    if (alloc === undefined) throw new NomadApiError(404, 'alloc not found');
+    return alloc;
+  }
+
+  private tasksOf(alloc: JsonObject): JsonObject[] {
+    const job = this.allocJobs.get(String(alloc.ID));
+    const group = (job?.TaskGroups as JsonObject[] | undefined)?.find((g) => g.Name === alloc.TaskGroup);
+    return (group?.Tasks as JsonObject[] | undefined) ?? [];
+  }
+
+  /** Applies a client update to task states (one AllocationUpdated write); ClientStatus follows the tasks. */
+  updateTasks(allocId: string, updates: Record<string, TaskUpdate>): Allocation {
+    const alloc = this.requireAlloc(allocId);
+    this.batch(() => {
+      const states: Record<string, JsonObject> = structuredClone((alloc.TaskStates as Record<string, JsonObject> | null) ?? {});
+      for (const task of this.tasksOf(alloc)) states[String(task.Name)] ??= taskState();
+      const now = this.clock.now();
+      for (const [name, update] of Object.entries(updates)) {
+        const state = states[name];
+        if (state === undefined) throw new NomadApiError(400, `unknown task name "${name}"`);
+        const events = [...(state.Events as JsonObject[]), ...(update.events ?? []).map((e) => taskEvent(e, nanosFromMillis(now)))];
+        state.Events = events.slice(-MAX_TASK_EVENTS);
+        for (const e of update.events ?? []) if (e.Type === 'Restarting') Object.assign(state, { Restarts: Number(state.Restarts) + 1, LastRestart: rfc3339Nano(now) });
+        if (update.State === 'running' && state.State !== 'running') state.StartedAt = rfc3339Nano(now);
+        if (update.State === 'dead' && state.State !== 'dead') state.FinishedAt = rfc3339Nano(now);
+        if (update.State !== undefined) state.State = update.State;
+        if (update.Failed !== undefined) state.Failed = update.Failed;
+      }
+      this.updateAlloc(allocId, 'AllocationUpdated', { TaskStates: states, ...clientStatusOf(states) }, false);
+    });
+    return this.allocation(allocId)!;
+  }
+
+  private taskNames(allocId: string, task: string | undefined): string[] {
+    return task === undefined ? this.tasksOf(this.requireAlloc(allocId)).map((t) => String(t.Name)) : [task];
+  }
+
+  private eachTask(allocId: string, task: string | undefined, update: () => TaskUpdate): Allocation {
+    return this.updateTasks(allocId, Object.fromEntries(this.taskNames(allocId, task).map((name) => [name, update()])));
+  }
+
+  /** The client received the allocation: tasks pending, "Received" and "Task Setup" events. */
+  receiveAllocation(allocId: string): Allocation {
+    return this.eachTask(allocId, undefined, () => ({
+      State: 'pending',
+      events: [
+        { Type: 'Received', DisplayMessage: 'Task received by client' },
+        { Type: 'Task Setup', Message: 'Building Task Directory', Details: { message: 'Building Task Directory' } },
+      ],
+    }));
+  }
+
+  /** A task (every task when omitted) started: running, StartedAt now, "Started" event. */
+  startTask(allocId: string, task?: string): Allocation {
+    return this.eachTask(allocId, task, () => ({ State: 'running', events: [{ Type: 'Started', DisplayMessage: 'Task started by client' }] }));
+  }
+
+  /** A task exited non-zero. With `restartDelayMs` it restarts (pending until startTask); otherwise it fails for good. */
+  failTask(allocId: string, task: string, options: { exitCode?: number; restartDelayMs?: number } = {}): Allocation {
+    const exitCode = options.exitCode ?? 1;
+    const terminated = exitedEvent(exitCode);
+    if (options.restartDelayMs !== undefined) {
+      const delayNs = Math.round(options.restartDelayMs * 1e6);
+      return this.updateTasks(allocId, {
+        [task]: {
+          State: 'pending',
+          events: [terminated, { Type: 'Restarting', DisplayMessage: `Task restarting in ${options.restartDelayMs / 1000}s`, RestartReason: 'Restart within policy', StartDelay: delayNs, Details: { restart_reason: 'Restart within policy', start_delay: String(delayNs) } }],
+        },
+      });
+    }
+    return this.updateTasks(allocId, {
+      [task]: {
+        State: 'dead', Failed: true,
+        events: [terminated, { Type: 'Not Restarting', DisplayMessage: 'Policy allows no restarts', RestartReason: 'Policy allows no restarts', FailsTask: true, Details: { fails_task: 'true', restart_reason: 'Policy allows no restarts' } }],
+      },
+    });
+  }
+
+  /** A task exited (exit code 0 by default) and is done: dead, not failed. */
+  completeTask(allocId: string, task?: string, exitCode = 0): Allocation {
+    return this.eachTask(allocId, task, () => ({ State: 'dead', Failed: exitCode !== 0, events: [exitedEvent(exitCode)] }));
+  }
+
+  /** The client killed the tasks (after a stop): Killing, Terminated (signal 2), Killed; tasks dead. */
+  killTasks(allocId: string, task?: string): Allocation {
+    return this.eachTask(allocId, task, () => ({
+      State: 'dead',
+      events: [
+        { Type: 'Killing', DisplayMessage: 'Sent interrupt. Waiting 5s before force killing', KillTimeout: 5_000_000_000, Details: { kill_timeout: '5s' } },
+        { ...exitedEvent(130), Signal: 2, DisplayMessage: 'Exit Code: 130, Signal: 2', Details: { exit_code: '130', oom_killed: 'false', signal: '2' } },
+        { Type: 'Killed', DisplayMessage: 'Task successfully killed' },
+      ],
+    }));
+  }
+
+  /** Appends task events as they are (e.g. "Alloc Unhealthy", "Driver", "Restart Signaled"). */
+  addTaskEvents(allocId: string, task: string, events: TaskEventInput[]): Allocation {
+    return this.updateTasks(allocId, { [task]: { events } });
+  }
+
+  /** The client's health verdict: DeploymentStatus and the deployment's counters, in one write. */
+  setAllocHealth(allocId: string, healthy: boolean): Allocation {
+    const alloc = this.requireAlloc(allocId);
+    this.batch(() => {
+      const previous = alloc.DeploymentStatus as JsonObject | null;
+      const status = { Canary: previous?.Canary ?? false, Healthy: healthy, ModifyIndex: this.current.index, Timestamp: rfc3339Nano(this.clock.now()) };
+      this.updateAlloc(allocId, 'AllocationUpdated', { DeploymentStatus: status }, false);
+      const deployment = this.deployments.get(String(alloc.DeploymentID));
+      if (deployment && previous?.Healthy !== healthy) {
+        this.adjustDeploymentGroup(deployment, String(alloc.TaskGroup), (state) => {
+          const [gain, lose] = healthy ? ['HealthyAllocs', 'UnhealthyAllocs'] : ['UnhealthyAllocs', 'HealthyAllocs'];
+          state[gain] = Number(state[gain]) + 1;
+          if (typeof previous?.Healthy === 'boolean') state[lose] = Number(state[lose]) - 1;
+        }, 'AllocationUpdated');
+      }
+    });
+    return this.allocation(allocId)!;
+  }
+
+  /** Server-side desired status (stop/evict), as `nomad alloc stop` or a job update does. */
+  setDesiredStatus(allocId: string, status: 'run' | 'stop' | 'evict', description = ''): Allocation {
+    this.requireAlloc(allocId);
+    this.batch(() => this.updateAlloc(allocId, 'AllocationUpdateDesiredStatus', { DesiredStatus: status, DesiredDescription: description }, true));
+    return this.allocation(allocId)!;
+  }
+
+  /** Sets any allocation fields as a client update (DesiredTransition, FollowupEvalID, NextAllocation ...). */
+  patchAllocation(allocId: string, fields: JsonObject, type = 'AllocationUpdated'): Allocation {
+    this.requireAlloc(allocId);
+    this.batch(() => this.updateAlloc(allocId, type, fields, type !== 'AllocationUpdated'));
+    return this.allocation(allocId)!;
+  }
+
+  private updateAlloc(allocId: string, type: string, fields: JsonObject, server: boolean): void {
+    const alloc = this.requireAlloc(allocId);
+    const index = this.touch('allocs', 'job_summary');
+    Object.assign(alloc, fields, { ModifyIndex: index, ModifyTime: this.nowNanos() }, server ? { AllocModifyIndex: index } : {});
+    this.publish('Allocation', type, alloc);
+    const record = this.jobs.get(jobKey(String(alloc.Namespace), String(alloc.JobID)));
+    if (record) {
+      record.summaryIndex = index;
+      this.refreshJobStatus(record.current, type);
+    }
+  }
+
+  /** Job status as Nomad derives it from allocations and evaluations (state_store getJobStatus). */
+  private refreshJobStatus(job: JsonObject, type: string): void {
+    const allocs = [...this.allocs.values()].filter((a) => a.JobID === job.ID && a.Namespace === job.Namespace);
+    const evals = [...this.evals.values()].filter((e) => e.JobID === job.ID && e.Namespace === job.Namespace);
+    let status = 'pending';
+    if (allocs.some((a) => a.DesiredStatus === 'run' && !isClientTerminal(a))) status = 'running';
+    else if (evals.some((e) => e.Status === 'pending' || e.Status === 'blocked')) status = 'pending';
+    else if (job.Stop || allocs.length > 0 || (job.Type !== 'service' && evals.length > 0)) status = 'dead';
+    if (status === job.Status) return;
+    const record = this.jobs.get(jobKey(String(job.Namespace), String(job.ID)));
+    if (!record) return;
+    const index = this.touch('jobs');
+    const updated: JsonObject = { ...record.current, Status: status, ModifyIndex: index };
+    record.current = updated;
+    record.versions.set(Number(updated.Version), updated);
+    for (const [id, allocJob] of this.allocJobs) if (allocJob.ID === updated.ID && allocJob.Version === updated.Version) this.allocJobs.set(id, updated);
+    this.publish('Job', type, updated);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Deployments
+
+  private adjustDeploymentGroup(deployment: JsonObject, group: string, change: (state: JsonObject) => void, type: string): void {
+    const state = (deployment.TaskGroups as Record<string, JsonObject>)[group];
+    if (state === undefined) return;
+    change(state);
+    this.updateDeployment(String(deployment.ID), type, {});
+  }
+
+  private updateDeployment(id: string, type: string, fields: JsonObject): void {
+    const deployment = this.deployments.get(id)!;
+    Object.assign(deployment, fields, { ModifyIndex: this.touch('deployment') });
+    this.publish('Deployment', type, deployment);
+  }
+
+  /** Deployment watcher outcome: successful, failed ("Failed due to progress deadline" ...), cancelled, paused. */
+  setDeploymentStatus(id: string, status: string, description = DEPLOYMENT_DESCRIPTIONS[status] ?? ''): Deployment {
+    if (!this.deployments.has(id)) throw new NomadApiError(404, 'deployment not found');
+    this.batch(() => {
+      this.updateDeployment(id, 'DeploymentStatusUpdate', { Status: status, StatusDescription: description });
+      const deployment = this.deployments.get(id)!;
+      if (status === 'successful') this.markStable(deployment);
+    });
+    return this.deployment(id)!;
+  }
+
+  private markStable(deployment: JsonObject): void {
+    const record = this.jobs.get(jobKey(String(deployment.Namespace), String(deployment.JobID)));
+    const version = record?.versions.get(Number(deployment.JobVersion));
+    if (!record || !version) return;
+    const stable: JsonObject = { ...version, Stable: true, ModifyIndex: this.touch('jobs', 'job_version') };
+    record.versions.set(Number(stable.Version), stable);
+    if (record.current.Version === stable.Version) record.current = stable;
+    this.publish('Job', 'DeploymentStatusUpdate', stable);
+  }
+
+  /** POST /v1/deployment/promote: canaries lose the Canary flag, groups are marked promoted, an evaluation follows. */
+  promoteDeployment(id: string, groups?: readonly string[]): { evaluation: Evaluation; index: number } {
+    const deployment = this.deployments.get(id);
+    if (deployment === undefined) throw new NomadApiError(404, 'deployment not found');
+    const evaluation = this.batch(() => {
+      const states = deployment.TaskGroups as Record<string, JsonObject>;
+      for (const [name, state] of Object.entries(states)) {
+        if (groups !== undefined && !groups.includes(name)) continue;
+        state.Promoted = true;
+        for (const allocId of (state.PlacedCanaries as string[] | null) ?? []) {
+          const status = this.allocs.get(allocId)?.DeploymentStatus as JsonObject | null | undefined;
+          if (status) this.updateAlloc(allocId, 'DeploymentPromotion', { DeploymentStatus: { ...status, Canary: false } }, false);
+        }
+      }
+      this.updateDeployment(id, 'DeploymentPromotion', { StatusDescription: DEPLOYMENT_DESCRIPTIONS.running });
+      return this.newEvaluation(this.requireJob(String(deployment.JobID), String(deployment.Namespace)), 'deployment-watcher', 'DeploymentPromotion', { DeploymentID: id });
+    });
+    return { evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Replay support: state taken from recorded event payloads
+
+  /**
+   * Applies one recorded batch: objects are stored as their payloads say, the index jumps to the
+   * batch's, and the batch is published as recorded (its exact line when `raw` is given).
+   */
+  applyRecordedBatch(batch: { Index: number; Events: readonly StreamEvent[]; raw?: string }): void {
+    for (const event of batch.Events) this.applyRecordedEvent(event, batch.Events);
+    this.lastIndex = Math.max(this.lastIndex, batch.Index);
+    this.broker.publish(batch);
+    for (const listener of [...this.changeListeners]) listener();
+  }
+
+  private applyRecordedEvent(event: StreamEvent, siblings: readonly StreamEvent[]): void {
+    const object = event.Payload[event.Topic] as JsonObject | undefined;
+    if (object === undefined) return;
+    const index = event.Index;
+    if (event.Topic === 'Job') {
+      this.loadJob(object);
+    } else if (event.Topic === 'Allocation') {
+      const id = String(object.ID);
+      this.allocs.set(id, { ...object });
+      const record = this.jobs.get(jobKey(String(object.Namespace), String(object.JobID)));
+      const job = record && jobAt(record, Number(object.AllocModifyIndex ?? index));
+      if (job) this.allocJobs.set(id, job);
+      this.raiseIndex(index, 'allocs', 'job_summary');
+    } else if (event.Topic === 'Evaluation') {
+      this.evals.set(String(object.ID), { ...object });
+      this.raiseIndex(index, 'evals');
+      // A purge publishes no Job event: only the job-deregister evaluation shows it.
+      const purged = event.Type === 'JobDeregistered' && !siblings.some((e) => e.Topic === 'Job' && e.Key === object.JobID);
+      const key = jobKey(String(object.Namespace), String(object.JobID));
+      if (purged && this.jobs.get(key)?.current.Stop !== true) this.jobs.delete(key);
+    } else if (event.Topic === 'Deployment') {
+      this.deployments.set(String(object.ID), { ...object });
+      this.raiseIndex(index, 'deployment');
+    }
+  }
+
+  private raiseIndex(index: number, ...tables: Table[]): void {
+    for (const table of tables) this.tableIndexes.set(table, Math.max(this.tableIndexes.get(table) ?? 0, index));
+    this.lastIndex = Math.max(this.lastIndex, index);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private requireJob(id: string, namespace: string): JsonObject {
+    const record = this.jobs.get(jobKey(namespace, id));
+    if (record === undefined) throw new NomadApiError(404, 'job not found');
+    return record.current;
+  }
+
+  private requireGroup(job: JsonObject, name: string | undefined): JsonObject {
+    const groups = job.TaskGroups as JsonObject[];
+    const group = name === undefined ? groups[0] : groups.find((g) => g.Name === name);
+    if (group === undefined) throw new NomadApiError(400, `task group "${name ?? ''}" not found in job "${String(job.ID)}"`);
+    return group;
+  }
+}
+
+function exitedEvent(exitCode: number): TaskEventInput {
+  return { Type: 'Terminated', DisplayMessage: `Exit Code: ${exitCode}`, ExitCode: exitCode, Details: { exit_code: String(exitCode), oom_killed: 'false', signal: '0' } };
+}
+
+function isClientTerminal(alloc: JsonObject): boolean {
+  return alloc.ClientStatus === 'complete' || alloc.ClientStatus === 'failed' || alloc.ClientStatus === 'lost';
+}
+
+function matchesNamespace(object: JsonObject, namespace: string | undefined): boolean {
+  return namespace === '*' || object.Namespace === (namespace ?? 'default');
+}
+
+function byCreateIndex(a: JsonObject, b: JsonObject): number {
+  return Number(a.CreateIndex) - Number(b.CreateIndex);
+}
+
+/** The job version in force at a raft index. */
+function jobAt(record: JobRecord, index: number): JsonObject | undefined {
+  const versions = [...record.versions.values()].filter((v) => Number(v.JobModifyIndex) <= index);
+  versions.sort((a, b) => Number(b.JobModifyIndex) - Number(a.JobModifyIndex));
+  return versions[0] ?? record.current;
+}
+
+const VOLATILE = new Set(['Status', 'StatusDescription', 'Stable', 'Version', 'SubmitTime', 'CreateIndex', 'ModifyIndex', 'JobModifyIndex', 'Stop']);
+
+function specChanged(previous: JsonObject, next: JsonObject): boolean {
+  const spec = (job: JsonObject): string => JSON.stringify(Object.entries(job).filter(([k]) => !VOLATILE.has(k)), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  return spec(previous) !== spec(next);
+}
+
+/** EnforceIndex check of Job.Register (nomad/job_endpoint.go), Nomad's 1.1.2 texts. */
+function enforceIndex(existing: JsonObject | undefined, wanted: number): void {
+  const prefix = 'Enforcing job modify index';
+  if (existing === undefined) {
+    if (wanted !== 0) throw new NomadApiError(500, `${prefix} ${wanted}: job does not exist`);
+    return;
+  }
+  if (wanted === 0) throw new NomadApiError(500, `${prefix} 0: job already exists`);
+  if (Number(existing.JobModifyIndex) !== wanted) {
+    throw new NomadApiError(500, `${prefix} ${wanted}: job exists with conflicting job modify index: ${String(existing.JobModifyIndex)}`);
+  }
+}

@@ -1,0 +1,157 @@
+/**
+ * Fault switches: what can go wrong between a client and Nomad, on demand. A stream plan applies
+ * to the next event-stream connection(s); request failures and refusals count down. Where a fault
+ * is random it draws from a seeded generator, so a failing test replays exactly.
+ */
+import { SeededRandom } from './ids.js';
+
+export interface StreamFaultPlan {
+  /** Destroy the connection right after the line that delivers the Nth event. */
+  cutAfterEvents?: number;
+  /** After N events, write only the first half of the next data line, then destroy the connection. */
+  truncateAfterEvents?: number;
+  /** After N events, send nothing more (no heartbeats either) while keeping the connection open. */
+  stallAfterEvents?: number;
+  /** After N events, write Nomad's raw mid-stream error text (no newline) and end the response. */
+  errorAfterEvents?: number;
+  /** Every k-th data line is sent twice. */
+  repeatEvery?: number;
+  /** Every k-th data line is held back and sent after the line that follows it. */
+  reorderEvery?: number;
+  /** Each data line is sent twice with this probability (seeded). */
+  repeatProbability?: number;
+  /** Each data line is swapped with the next with this probability (seeded). */
+  reorderProbability?: number;
+  seed?: number;
+}
+
+/** The text Nomad appends when the server ends a subscription. */
+export const STREAM_CLOSED_TEXT = 'subscription closed by server, client should resubscribe';
+
+export interface RequestFailure {
+  status?: number;
+  body?: string;
+  /** Only requests whose path starts with this string (or matches this expression). */
+  path?: string | RegExp;
+  /** How many requests fail (default 1; Infinity until cleared). */
+  times?: number;
+}
+
+interface Counted<T> {
+  value: T;
+  remaining: number;
+}
+
+export class FaultSwitches {
+  private streamPlans: Counted<StreamFaultPlan>[] = [];
+  private failures: Counted<Required<Pick<RequestFailure, 'status' | 'body'>> & { path?: string | RegExp }>[] = [];
+  private refusals = 0;
+
+  /** Applies `plan` to the next `times` event-stream connections (default 1). */
+  stream(plan: StreamFaultPlan, times = 1): this {
+    this.streamPlans.push({ value: plan, remaining: times });
+    return this;
+  }
+
+  /** Accepted TCP connections are destroyed at once, `times` times (default: until cleared). */
+  refuseConnections(times = Infinity): this {
+    this.refusals = times;
+    return this;
+  }
+
+  /** Answers matching requests with a 5xx (default 500 "Internal Server Error"-like text). */
+  failRequests(failure: RequestFailure = {}): this {
+    this.failures.push({
+      value: { status: failure.status ?? 500, body: failure.body ?? 'rpc error: fake Nomad fault', ...(failure.path === undefined ? {} : { path: failure.path }) },
+      remaining: failure.times ?? 1,
+    });
+    return this;
+  }
+
+  clear(): void {
+    this.streamPlans = [];
+    this.failures = [];
+    this.refusals = 0;
+  }
+
+  /** @internal The plan for a new stream connection, if any. */
+  takeStreamPlan(): StreamFaultPlan | undefined {
+    return take(this.streamPlans)?.value;
+  }
+
+  /** @internal Whether to drop a new connection. */
+  takeRefusal(): boolean {
+    if (this.refusals <= 0) return false;
+    this.refusals--;
+    return true;
+  }
+
+  /** @internal The failure to answer a request for `path` with, if any. */
+  takeFailure(path: string): { status: number; body: string } | undefined {
+    const matching = this.failures.filter((f) => matches(f.value.path, path));
+    const failure = take(matching);
+    this.failures = this.failures.filter((f) => f.remaining > 0);
+    return failure?.value;
+  }
+}
+
+function take<T>(queue: Counted<T>[]): Counted<T> | undefined {
+  const head = queue.find((item) => item.remaining > 0);
+  if (head) head.remaining--;
+  const index = queue.findIndex((item) => item.remaining <= 0);
+  if (index >= 0 && queue[index] !== head) queue.splice(index, 1);
+  return head;
+}
+
+function matches(pattern: string | RegExp | undefined, path: string): boolean {
+  if (pattern === undefined) return true;
+  return typeof pattern === 'string' ? path.startsWith(pattern) : pattern.test(path);
+}
+
+/** What the stream writer does with each line under a plan. */
+export class StreamFaultState {
+  private events = 0;
+  private lines = 0;
+  private held: string | undefined;
+  private readonly random: SeededRandom;
+
+  constructor(readonly plan: StreamFaultPlan) {
+    this.random = new SeededRandom(plan.seed ?? 1);
+  }
+
+  /** True once the stall point is passed: nothing more is written. */
+  get stalled(): boolean {
+    return this.plan.stallAfterEvents !== undefined && this.events >= this.plan.stallAfterEvents;
+  }
+
+  /**
+   * The actions for one data line carrying `eventCount` events: whole lines to write (in order), a
+   * partial line without its newline, then what happens to the connection.
+   */
+  onLine(line: string, eventCount: number): { write: string[]; partial?: string; then?: 'destroy' | 'error' } {
+    const { plan } = this;
+    if (this.stalled) return { write: [] };
+    if (plan.truncateAfterEvents !== undefined && this.events >= plan.truncateAfterEvents) {
+      return { write: [], partial: line.slice(0, Math.max(1, Math.floor(line.length / 2))), then: 'destroy' };
+    }
+    this.lines++;
+    this.events += eventCount;
+    let write = [line];
+    if ((plan.repeatEvery && this.lines % plan.repeatEvery === 0) || this.chance(plan.repeatProbability)) write = [line, line];
+    if (this.held !== undefined) {
+      write = [...write, this.held];
+      this.held = undefined;
+    } else if ((plan.reorderEvery && this.lines % plan.reorderEvery === 0) || this.chance(plan.reorderProbability)) {
+      this.held = line;
+      write = write.slice(1);
+    }
+    const reached = (limit: number | undefined): boolean => limit !== undefined && this.events >= limit;
+    if (reached(plan.cutAfterEvents)) return { write, then: 'destroy' };
+    if (reached(plan.errorAfterEvents)) return { write, then: 'error' };
+    return { write };
+  }
+
+  private chance(probability: number | undefined): boolean {
+    return probability !== undefined && this.random.next() < probability;
+  }
+}

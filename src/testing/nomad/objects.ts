@@ -1,0 +1,121 @@
+/**
+ * Builders for the objects Nomad 1.1.2 writes (allocations, task states and events, evaluations,
+ * deployments, list stubs), with every key Nomad's encoder writes, so a client sees the same shape
+ * from the fake as from a real agent.
+ */
+import type { JsonObject } from './jobSpec.js';
+
+/** Nomad's codec drops zero top-level fields of Allocation and Evaluation (whole-struct omitempty). */
+export function omitEmpty(value: JsonObject): JsonObject {
+  const result: JsonObject = {};
+  for (const [key, field] of Object.entries(value)) if (!isZero(field)) result[key] = field;
+  return result;
+}
+
+function isZero(value: unknown): boolean {
+  if (value === null || value === undefined || value === '' || value === 0 || value === 0n || value === false) return true;
+  if (Array.isArray(value)) return value.length === 0;
+  // A struct whose members are all unset (DesiredTransition) is zero too; maps with keys are not.
+  if (typeof value === 'object') return Object.values(value).every((member) => member === null);
+  return false;
+}
+
+export interface TaskEventInput {
+  Type: string;
+  DisplayMessage?: string;
+  Message?: string;
+  Details?: Record<string, string | undefined>;
+  [field: string]: unknown;
+}
+
+const TASK_EVENT_ZERO: JsonObject = {
+  Details: {}, DiskLimit: 0, DisplayMessage: '', DownloadError: '', DriverError: '', DriverMessage: '',
+  ExitCode: 0, FailedSibling: '', FailsTask: false, GenericSource: '', KillError: '', KillReason: '',
+  KillTimeout: 0, Message: '', RestartReason: '', SetupError: '', Signal: 0, StartDelay: 0, TaskSignal: '',
+  TaskSignalReason: '', Time: 0n, Type: '', ValidationError: '', VaultError: '',
+};
+
+/** A TaskEvent with every field present, as the client writes it. */
+export function taskEvent(input: TaskEventInput, time: bigint): JsonObject {
+  return { ...TASK_EVENT_ZERO, Details: {}, DisplayMessage: input.Message ?? '', ...input, Time: input.Time ?? time };
+}
+
+/** Events are capped at 10 per task, oldest dropped (client/allocrunner/taskrunner). */
+export const MAX_TASK_EVENTS = 10;
+
+export function taskState(): JsonObject {
+  return { Events: [], Failed: false, FinishedAt: null, LastRestart: null, Restarts: 0, StartedAt: null, State: 'pending', TaskHandle: null };
+}
+
+export function resourcesOf(task: JsonObject): JsonObject {
+  return { CPU: 0, Cores: 0, Devices: null, DiskMB: 0, IOPS: 0, MemoryMB: 0, MemoryMaxMB: 0, Networks: null, ...(task.Resources as JsonObject) };
+}
+
+/** The scheduler's AllocMetric for a placement on the fake's single node. */
+export function allocMetric(nodeId: string, exhausted?: { dimension: string; task: string; resources: JsonObject }): JsonObject {
+  return {
+    AllocationTime: 50_000, ClassExhausted: null, ClassFiltered: null, CoalescedFailures: 0, ConstraintFiltered: null,
+    DimensionExhausted: exhausted ? { [exhausted.dimension]: 1 } : null, NodesAvailable: { dc1: 1 }, NodesEvaluated: 1,
+    NodesExhausted: exhausted ? 1 : 0, NodesFiltered: 0, QuotaExhausted: null,
+    ResourcesExhausted: exhausted ? { [exhausted.task]: exhausted.resources } : null,
+    ScoreMetaData: exhausted ? null : [{ NodeID: nodeId, NormScore: 0.5, Scores: { binpack: 0.5, 'job-anti-affinity': 0, 'node-affinity': 0, 'node-reschedule-penalty': 0 } }],
+    Scores: null,
+  };
+}
+
+export function allocatedResources(group: JsonObject): JsonObject {
+  const tasks = group.Tasks as JsonObject[];
+  const disk = (group.EphemeralDisk as JsonObject | null)?.SizeMB ?? 300;
+  return {
+    Shared: { DiskMB: disk, Networks: null, Ports: null },
+    TaskLifecycles: Object.fromEntries(tasks.map((task) => [task.Name, task.Lifecycle ?? null])),
+    Tasks: Object.fromEntries(
+      tasks.map((task) => {
+        const r = resourcesOf(task);
+        return [task.Name, { Cpu: { CpuShares: r.CPU, ReservedCores: null }, Devices: null, Memory: { MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB }, Networks: null }];
+      }),
+    ),
+  };
+}
+
+/** AllocListStub: not omitempty, every key present (nomad/structs AllocListStub). */
+export function allocStub(alloc: JsonObject, job: JsonObject | undefined): JsonObject {
+  return {
+    ClientDescription: alloc.ClientDescription ?? '', ClientStatus: alloc.ClientStatus, CreateIndex: alloc.CreateIndex,
+    CreateTime: alloc.CreateTime, DeploymentStatus: alloc.DeploymentStatus ?? null, DesiredDescription: alloc.DesiredDescription ?? '',
+    DesiredStatus: alloc.DesiredStatus, DesiredTransition: alloc.DesiredTransition ?? { ForceReschedule: null, Migrate: null, Reschedule: null },
+    EvalID: alloc.EvalID ?? '', FollowupEvalID: alloc.FollowupEvalID ?? '', ID: alloc.ID, JobID: alloc.JobID,
+    JobType: job?.Type ?? '', JobVersion: job?.Version ?? 0, ModifyIndex: alloc.ModifyIndex, ModifyTime: alloc.ModifyTime,
+    Name: alloc.Name, Namespace: alloc.Namespace, NodeID: alloc.NodeID ?? '', NodeName: alloc.NodeName ?? '',
+    PreemptedAllocations: alloc.PreemptedAllocations ?? null, PreemptedByAllocation: alloc.PreemptedByAllocation ?? '',
+    RescheduleTracker: alloc.RescheduleTracker ?? null, TaskGroup: alloc.TaskGroup, TaskStates: alloc.TaskStates ?? null,
+  };
+}
+
+/** JobListStub with its JobSummary. */
+export function jobStub(job: JsonObject, summary: JsonObject): JsonObject {
+  return {
+    CreateIndex: job.CreateIndex, Datacenters: job.Datacenters, ID: job.ID, JobModifyIndex: job.JobModifyIndex,
+    JobSummary: summary, ModifyIndex: job.ModifyIndex, Multiregion: job.Multiregion ?? null, Name: job.Name,
+    Namespace: job.Namespace, ParameterizedJob: job.ParameterizedJob !== null && job.ParameterizedJob !== undefined,
+    ParentID: job.ParentID, Periodic: job.Periodic !== null && job.Periodic !== undefined, Priority: job.Priority,
+    Status: job.Status, StatusDescription: job.StatusDescription, Stop: job.Stop, SubmitTime: job.SubmitTime, Type: job.Type,
+  };
+}
+
+export const DEPLOYMENT_DESCRIPTIONS: Record<string, string> = {
+  running: 'Deployment is running',
+  paused: 'Deployment is paused',
+  failed: 'Deployment marked as failed',
+  successful: 'Deployment completed successfully',
+  cancelled: 'Cancelled because job is stopped',
+};
+
+/** A client task state summary as the client computes ClientStatus (client/allocrunner getClientStatus). */
+export function clientStatusOf(states: Record<string, JsonObject>): { ClientStatus: string; ClientDescription: string } {
+  const list = Object.values(states);
+  if (list.some((s) => s.State === 'dead' && s.Failed)) return { ClientStatus: 'failed', ClientDescription: 'Failed tasks' };
+  if (list.some((s) => s.State === 'running')) return { ClientStatus: 'running', ClientDescription: 'Tasks are running' };
+  if (list.length > 0 && list.every((s) => s.State === 'dead')) return { ClientStatus: 'complete', ClientDescription: 'All tasks have completed' };
+  return { ClientStatus: 'pending', ClientDescription: 'No tasks have started' };
+}

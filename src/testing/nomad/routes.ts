@@ -1,0 +1,245 @@
+/**
+ * The HTTP API of Nomad 1.1.2 over the cluster state: each route is a method set, a path pattern
+ * and a handler. Query routes answer through one blocking-query path; writes answer with
+ * X-Nomad-Index only; failures are NomadApiErrors turned into Nomad's text answers.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { BlockingContext } from './blocking.js';
+import { parseBlocking, waitForIndex } from './blocking.js';
+import type { ClusterState } from './clusterState.js';
+import { NomadApiError } from './errors.js';
+import { decodeBody } from './goJson.js';
+import { parseJobHcl } from './hcl.js';
+import type { JsonObject } from './jobSpec.js';
+import { readBody, sendJson, sendText } from './wire.js';
+
+export interface RouteContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly url: URL;
+  readonly params: readonly string[];
+  readonly cluster: ClusterState;
+  readonly blocking: BlockingContext;
+}
+
+type Handler = (ctx: RouteContext) => Promise<void> | void;
+
+interface Route {
+  readonly methods: readonly string[];
+  readonly pattern: RegExp;
+  readonly handler: Handler;
+}
+
+const GET = ['GET'];
+const WRITE = ['PUT', 'POST'];
+
+/** A query answer: the value and the index it reports, or a 404 text with the table's index. */
+type QueryResult = { index: number; value: unknown } | { index: number; notFound: string };
+
+/** Answers a query endpoint, blocking on ?index/&wait until `compute()` reports a newer index. */
+async function query(ctx: RouteContext, compute: () => QueryResult): Promise<void> {
+  const options = parseBlocking(ctx.url.searchParams);
+  await waitForIndex(ctx.blocking, options, () => compute().index, (abort) => ctx.res.on('close', abort));
+  if (ctx.res.destroyed) return;
+  const result = compute();
+  const meta = { index: result.index, query: true };
+  if ('notFound' in result) sendText(ctx.req, ctx.res, 404, result.notFound, meta);
+  else sendJson(ctx.req, ctx.res, result.value, meta);
+}
+
+function listOptions(ctx: RouteContext): { namespace: string; prefix: string } {
+  return { namespace: ctx.url.searchParams.get('namespace') || 'default', prefix: ctx.url.searchParams.get('prefix') ?? '' };
+}
+
+function found(value: unknown, index: () => number, notFound: string, tableIndex: number): QueryResult {
+  return value === undefined ? { index: tableIndex, notFound } : { index: index(), value };
+}
+
+async function writeBody(ctx: RouteContext): Promise<JsonObject> {
+  const body = decodeBody(await readBody(ctx.req));
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new NomadApiError(400, 'json: cannot unmarshal into request');
+  return body as JsonObject;
+}
+
+async function register(ctx: RouteContext, pathId?: string): Promise<void> {
+  const body = await writeBody(ctx);
+  const job = body.Job as JsonObject | null | undefined;
+  if (job === undefined || job === null) throw new NomadApiError(400, 'Job must be specified');
+  if (pathId !== undefined && typeof job === 'object' && job.ID !== pathId) throw new NomadApiError(400, 'Job ID does not match name');
+  const namespace = ctx.url.searchParams.get('namespace') || undefined;
+  const result = ctx.cluster.registerJob(job, {
+    ...(namespace === undefined ? {} : { namespace }),
+    enforceIndex: body.EnforceIndex === true,
+    jobModifyIndex: Number(body.JobModifyIndex ?? 0),
+  });
+  sendJson(ctx.req, ctx.res, {
+    EvalCreateIndex: result.index, EvalID: result.evaluation.ID, Index: result.index, JobModifyIndex: result.job.JobModifyIndex,
+    KnownLeader: false, LastContact: 0, Warnings: '',
+  }, { index: result.index });
+}
+
+function namespaceOf(ctx: RouteContext): string {
+  return ctx.url.searchParams.get('namespace') || 'default';
+}
+
+function jobId(ctx: RouteContext): string {
+  return decodeURIComponent(ctx.params[0]!);
+}
+
+export const ROUTES: readonly Route[] = [
+  { methods: GET, pattern: /^\/v1\/jobs$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('jobs'), value: ctx.cluster.listJobs(listOptions(ctx)) })) },
+  { methods: WRITE, pattern: /^\/v1\/jobs$/, handler: (ctx) => register(ctx) },
+  {
+    methods: WRITE,
+    pattern: /^\/v1\/jobs\/parse$/,
+    handler: async (ctx) => {
+      const body = await writeBody(ctx);
+      if (typeof body.JobHCL !== 'string' || body.JobHCL.trim() === '') throw new NomadApiError(400, 'Job spec is empty');
+      sendJson(ctx.req, ctx.res, parseJobHcl(body.JobHCL));
+    },
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/job\/([^/]+)\/versions$/,
+    handler: (ctx) => query(ctx, () => {
+      const versions = ctx.cluster.jobVersions(jobId(ctx), namespaceOf(ctx));
+      const index = ctx.cluster.tableIndex('job_version');
+      return versions.length === 0
+        ? { index, notFound: 'job versions not found' }
+        : { index, value: { Diffs: null, Index: index, KnownLeader: true, LastContact: 0, Versions: versions } };
+    }),
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/job\/([^/]+)\/allocations$/,
+    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('allocs'), value: ctx.cluster.listAllocations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) }) })),
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/job\/([^/]+)\/evaluations$/,
+    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('evals'), value: ctx.cluster.listEvaluations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) }) })),
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/job\/([^/]+)\/deployments$/,
+    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('deployment'), value: ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) }) })),
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/job\/([^/]+)\/deployment$/,
+    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('deployment'), value: ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })[0] ?? null })),
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/job\/([^/]+)$/,
+    handler: (ctx) => query(ctx, () => {
+      const versionText = ctx.url.searchParams.get('version');
+      const version = versionText === null ? undefined : Number(versionText);
+      const job = ctx.cluster.job(jobId(ctx), { namespace: namespaceOf(ctx), ...(version === undefined ? {} : { version }) });
+      return found(job, () => Number(job!.ModifyIndex), 'job not found', ctx.cluster.tableIndex('jobs'));
+    }),
+  },
+  { methods: WRITE, pattern: /^\/v1\/job\/([^/]+)$/, handler: (ctx) => register(ctx, jobId(ctx)) },
+  {
+    methods: ['DELETE'],
+    pattern: /^\/v1\/job\/([^/]+)$/,
+    handler: (ctx) => {
+      const purge = /^(1|t|true)$/i.test(ctx.url.searchParams.get('purge') ?? '');
+      const { evaluation, index } = ctx.cluster.deregisterJob(jobId(ctx), { namespace: namespaceOf(ctx), purge });
+      sendJson(ctx.req, ctx.res, {
+        EvalCreateIndex: index, EvalID: evaluation.ID, Index: index, JobModifyIndex: index, KnownLeader: false, LastContact: 0,
+        VolumeEvalID: '', VolumeEvalIndex: 0,
+      }, { index });
+    },
+  },
+  { methods: GET, pattern: /^\/v1\/allocations$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('allocs'), value: ctx.cluster.listAllocations(listOptions(ctx)) })) },
+  {
+    methods: GET,
+    pattern: /^\/v1\/allocation\/([^/]+)$/,
+    handler: (ctx) => query(ctx, () => {
+      const alloc = ctx.cluster.allocation(ctx.params[0]!);
+      return found(alloc, () => Number(alloc!.ModifyIndex), 'alloc not found', ctx.cluster.tableIndex('allocs'));
+    }),
+  },
+  { methods: GET, pattern: /^\/v1\/evaluations$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('evals'), value: ctx.cluster.listEvaluations(listOptions(ctx)) })) },
+  {
+    methods: GET,
+    pattern: /^\/v1\/evaluation\/([^/]+)\/allocations$/,
+    handler: (ctx) => query(ctx, () => ({
+      index: ctx.cluster.tableIndex('allocs'),
+      value: ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === ctx.params[0]),
+    })),
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/evaluation\/([^/]+)$/,
+    handler: (ctx) => query(ctx, () => {
+      const evaluation = ctx.cluster.evaluation(ctx.params[0]!);
+      return found(evaluation, () => Number(evaluation!.ModifyIndex), 'eval not found', ctx.cluster.tableIndex('evals'));
+    }),
+  },
+  { methods: GET, pattern: /^\/v1\/deployments$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('deployment'), value: ctx.cluster.listDeployments(listOptions(ctx)) })) },
+  {
+    methods: GET,
+    pattern: /^\/v1\/deployment\/allocations\/([^/]+)$/,
+    handler: (ctx) => query(ctx, () => ({
+      index: ctx.cluster.tableIndex('allocs'),
+      value: ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === ctx.params[0]),
+    })),
+  },
+  {
+    methods: WRITE,
+    pattern: /^\/v1\/deployment\/promote\/([^/]+)$/,
+    handler: async (ctx) => {
+      const body = await writeBody(ctx);
+      if (typeof body.DeploymentID !== 'string' || body.DeploymentID === '') throw new NomadApiError(400, 'DeploymentID must be specified');
+      if (body.DeploymentID !== ctx.params[0]) throw new NomadApiError(400, 'Deployment ID does not match');
+      const groups = body.All === true ? undefined : ((body.Groups as string[] | null) ?? []);
+      const { evaluation, index } = ctx.cluster.promoteDeployment(body.DeploymentID, groups);
+      sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: index, EvalID: evaluation.ID, Index: index, RevertedJobVersion: null }, { index });
+    },
+  },
+  {
+    methods: WRITE,
+    pattern: /^\/v1\/deployment\/fail\/([^/]+)$/,
+    handler: (ctx) => {
+      const deployment = ctx.cluster.setDeploymentStatus(ctx.params[0]!, 'failed');
+      const index = Number(deployment.ModifyIndex);
+      sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: 0, EvalID: '', Index: index, RevertedJobVersion: null }, { index });
+    },
+  },
+  {
+    methods: GET,
+    pattern: /^\/v1\/deployment\/([^/]+)$/,
+    handler: (ctx) => query(ctx, () => {
+      const deployment = ctx.cluster.deployment(ctx.params[0]!);
+      return found(deployment, () => Number(deployment!.ModifyIndex), 'deployment not found', ctx.cluster.tableIndex('deployment'));
+    }),
+  },
+  { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
+  { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },
+];
+
+/** Enough of /v1/agent/self for a client: version, region, datacenter, the raft index. */
+function agentSelf(cluster: ClusterState): JsonObject {
+  return {
+    config: { Datacenter: 'dc1', Region: 'global', NodeName: cluster.nodeName, Version: { Revision: 'fake', Version: '1.1.2', VersionMetadata: '', VersionPrerelease: '' }, ACL: { Enabled: false } },
+    member: { Addr: '127.0.0.1', Name: `${cluster.nodeName}.global`, Port: 4648, Status: 'alive', Tags: { build: '1.1.2', dc: 'dc1', region: 'global', role: 'nomad' } },
+    stats: {
+      nomad: { leader: 'true', server: 'true', known_regions: '1', bootstrap: 'true' },
+      raft: { last_log_index: String(cluster.index), applied_index: String(cluster.index), commit_index: String(cluster.index), state: 'Leader' },
+    },
+  };
+}
+
+/** Finds the route for a request: the handler with its path parameters, or the Nomad answer for no route. */
+export function matchRoute(method: string, path: string): { handler: Handler; params: string[] } | { status: number; text: string } {
+  let pathMatched = false;
+  for (const route of ROUTES) {
+    const match = route.pattern.exec(path);
+    if (match === null) continue;
+    pathMatched = true;
+    if (route.methods.includes(method)) return { handler: route.handler, params: match.slice(1) };
+  }
+  return pathMatched ? { status: 405, text: 'Invalid method' } : { status: 404, text: '' };
+}

@@ -1,0 +1,119 @@
+import { request } from 'undici';
+import { VirtualClock, settle } from '../../src/clock/index.js';
+import { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { call, serviceJob } from './helpers.js';
+
+/** Reads an event stream into lines while the test drives the clock. */
+async function openStream(fake: FakeNomad, query: string, headers: Record<string, string> = {}) {
+  const response = await request(`${fake.address}/v1/event/stream${query}`, { headers });
+  const lines: string[] = [];
+  let buffer = '';
+  let ended = false;
+  let failed: unknown;
+  void (async () => {
+    try {
+      for await (const chunk of response.body) {
+        buffer += chunk.toString();
+        const parts = buffer.split('\n');
+        buffer = parts.pop()!;
+        lines.push(...parts);
+      }
+      ended = true;
+    } catch (error) {
+      failed = error;
+    }
+  })();
+  return {
+    response,
+    lines,
+    get rest() { return buffer; },
+    get ended() { return ended; },
+    get failed() { return failed; },
+    batches: () => lines.filter((l) => l !== '{}').map((l) => JSON.parse(l) as { Index: number; Events: { Topic: string; Type: string; Key: string; FilterKeys: string[] | null }[] }),
+    close: () => response.body.destroy(),
+  };
+}
+
+describe('FakeNomad event stream', () => {
+  let clock: VirtualClock;
+  let fake: FakeNomad;
+  beforeEach(async () => {
+    clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 17) });
+    fake = await FakeNomad.start({ clock });
+  });
+  afterEach(() => fake.close());
+
+  it('sends {} at once and every 30 s on its clock', async () => {
+    const stream = await openStream(fake, '');
+    await settle(5);
+    expect(stream.response.statusCode).toBe(200);
+    expect(stream.response.headers['content-type']).toBe('application/json');
+    expect(stream.lines).toEqual(['{}']);
+    clock.advance(29_999);
+    await settle(5);
+    expect(stream.lines).toEqual(['{}']);
+    clock.advance(1);
+    await settle(5);
+    expect(stream.lines).toEqual(['{}', '{}']);
+    stream.close();
+  });
+
+  it('publishes a registration and a placement as Nomad 1.1.2 does', async () => {
+    const stream = await openStream(fake, '?topic=Job&topic=Evaluation&topic=Allocation&topic=Deployment');
+    await settle(5);
+    const { job } = fake.cluster.registerJob(serviceJob('web'));
+    const [alloc] = fake.cluster.placeAllocations('web');
+    await settle(10);
+    const batches = stream.batches();
+    // The registration is two lines at one index: the Job, then its evaluation.
+    expect(batches[0]!.Index).toBe(job.JobModifyIndex);
+    expect(batches[0]!.Events.map((e) => [e.Topic, e.Type])).toEqual([['Job', 'JobRegistered']]);
+    expect(batches[1]!.Index).toBe(job.JobModifyIndex);
+    expect(batches[1]!.Events.map((e) => [e.Topic, e.Type])).toEqual([['Evaluation', 'JobRegistered']]);
+    const plan = batches[2]!;
+    expect(plan.Events.every((e) => e.Type === 'PlanResult')).toBe(true);
+    const allocEvent = plan.Events.find((e) => e.Key === alloc!.ID)!;
+    expect(allocEvent.FilterKeys).toEqual(['web', alloc!.DeploymentID]);
+    expect((allocEvent as unknown as { Payload: { Allocation: Record<string, unknown> } }).Payload.Allocation.Job).toBeUndefined();
+    expect(plan.Events.find((e) => e.Topic === 'Deployment')!.FilterKeys).toEqual(['web']);
+    expect(batches[3]!.Events.map((e) => [e.Topic, e.Type])).toEqual([['Evaluation', 'EvaluationUpdated']]);
+    stream.close();
+  });
+
+  it('filters by topic key and namespace', async () => {
+    fake.cluster.registerJob(serviceJob('web'));
+    fake.cluster.registerJob(serviceJob('api'));
+    fake.cluster.registerJob(serviceJob('other', { Namespace: 'team' }));
+    const stream = await openStream(fake, '?index=1&topic=Job:api');
+    const others = await openStream(fake, '?index=1&topic=Job&namespace=team');
+    await settle(10);
+    expect(stream.batches().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['api']);
+    expect(others.batches().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['other']);
+    stream.close();
+    others.close();
+  });
+
+  it('starts at the closest batch: whole buffer for an old index, the newest batch for a future one', async () => {
+    const small = await FakeNomad.start({ clock, eventBufferSize: 3 });
+    for (const id of ['a', 'b', 'c', 'd']) small.cluster.registerJob(serviceJob(id));
+    const indexes = small.broker.buffered().map((b) => b.Index);
+    const old = await openStream(small, '?index=1');
+    const future = await openStream(small, '?index=999999');
+    const inside = await openStream(small, `?index=${indexes[indexes.length - 1]! - 1}`);
+    await settle(10);
+    expect(old.batches().map((b) => b.Index)).toEqual(indexes);
+    expect(future.batches().map((b) => b.Index)).toEqual([indexes[indexes.length - 1]]);
+    expect(inside.batches().length).toBeGreaterThan(0);
+    expect(inside.batches()[0]!.Index).toBeLessThan(indexes[indexes.length - 1]!);
+    for (const s of [old, future, inside]) s.close();
+    await small.close();
+  });
+
+  it('answers bad index and topic with Nomad 400 texts', async () => {
+    const badIndex = await call(fake.address, 'GET', '/v1/event/stream?index=abc');
+    expect(badIndex.status).toBe(400);
+    expect(badIndex.text).toBe('Unable to parse index: strconv.Atoi: parsing "abc": invalid syntax');
+    const badTopic = await call(fake.address, 'GET', '/v1/event/stream?topic=Job:a:b');
+    expect(badTopic.text).toBe('Invalid topic query: error parsing topics: Invalid key value pair for topic, topic: Job:a:b');
+  });
+});
