@@ -171,7 +171,7 @@ export class NomadClient {
   }
 
   /** Opens GET /v1/event/stream (used by the resumable event stream, src/nomad/eventStream.ts). */
-  openEventStream(options: RequestOptions & { topics: readonly string[]; index: number }): Promise<NomadStreamResponse> {
+  openEventStream(options: RequestOptions & { topics: readonly string[]; index: number; gzip?: boolean }): Promise<NomadStreamResponse> {
     const { topics, index, ...rest } = options;
     return this.transport.openStream('/v1/event/stream', { ...rest, query: { ...rest.query, index, topic: topics } });
   }

@@ -63,6 +63,11 @@ export interface EventStreamOptions {
   idleTimeoutMs?: number;
   /** Also list the watched allocations before the first connection (default false). */
   resyncOnStart?: boolean;
+  /**
+   * Ask for gzip (default false: Nomad 2.x never compresses the stream, and on a local network
+   * decompressing costs more than it saves; worth it over a slow link).
+   */
+  gzip?: boolean;
 }
 
 export interface NomadEventStream {
@@ -130,7 +135,7 @@ class StreamSession {
     // From the last index itself, not the next: Nomad can split one raft index over two frames (a
     // registration's Job, then its Evaluation), and a cut between them must not lose the second.
     const index = this.lastIndex > 0 ? this.lastIndex : (this.options.index ?? 0);
-    const request = { topics: this.options.topics, index, signal: connection.signal };
+    const request = { topics: this.options.topics, index, signal: connection.signal, gzip: this.options.gzip ?? false };
     const idleMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     let idle: unknown;
     const armIdle = (): void => {

@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
+import { nomadConfigFromEnv } from '../../src/nomad/config.js';
 import { NomadHttpError, NomadTimeoutError } from '../../src/nomad/errors.js';
 import { watchQuery } from '../../src/nomad/blockingQuery.js';
 import type { AllocationListStub } from '../../src/nomad/types.js';
@@ -130,5 +135,57 @@ describe('NomadClient against FakeNomad over loopback', () => {
     const aborted = client.getJob(job.ID, { index: meta.lastIndex, waitMs: 60_000, signal: controller.signal });
     controller.abort(new Error('caller gave up'));
     await expect(aborted).rejects.toThrow('caller gave up');
+  });
+});
+
+describe('NomadClient over a unix:// address', () => {
+  it('dials the socket path (Nomad agents can listen on one)', async () => {
+    const fake = await FakeNomad.start();
+    const dir = mkdtempSync(join(tmpdir(), 'warden-unix-'));
+    const socketPath = join(dir, 'nomad.sock');
+    const { port } = new URL(fake.address);
+    // The agent side of the socket: a byte pipe to FakeNomad's TCP port.
+    const bridge = createServer((socket) => socket.pipe(connect(Number(port), '127.0.0.1')).pipe(socket));
+    await new Promise<void>((resolve) => bridge.listen(socketPath, resolve));
+    const client = new NomadClient(nomadConfigFromEnv({ NOMAD_ADDR: `unix://${socketPath}` }));
+    try {
+      await client.registerJob(scenarioJob('batch_job'));
+      expect((await client.listJobs()).body.map((j) => j.ID)).toEqual([scenarioJob('batch_job').ID]);
+    } finally {
+      await client.close();
+      await new Promise((resolve) => bridge.close(resolve));
+      bridge.unref();
+      await fake.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('watchQuery when the index goes backwards', () => {
+  it('starts again from scratch against a restored cluster instead of blocking on an index it will never reach', async () => {
+    const clock = new VirtualClock({ start: 1_795_971_900_000 });
+    const before = await FakeNomad.start({ clock, initialIndex: 5_000 });
+    const restored = await FakeNomad.start({ clock, initialIndex: 10 });
+    const clients = [before, restored].map((fake) => new NomadClient({ address: fake.address }, { clock }));
+    const job = scenarioJob('batch_job');
+    before.cluster.registerJob(job);
+    before.cluster.placeAllocations(job.ID);
+    restored.cluster.registerJob(job);
+    restored.cluster.placeAllocations(job.ID);
+    let target = 0;
+    const answers: number[] = [];
+    const subscription = watchQuery<AllocationListStub[]>((index, signal) => clients[target]!.jobAllocations(job.ID, { index, waitMs: 10_000, signal }), { clock }).subscribe((r) => answers.push(r.meta.lastIndex));
+    try {
+      await until(clock, () => answers.length === 1, 'first answer');
+      expect(answers[0]).toBeGreaterThanOrEqual(5_000);
+      target = 1; // the cluster behind the address was restored from an older snapshot
+      await until(clock, () => answers.length === 2, 'answer from the restored cluster', { maxMs: 60_000 });
+      expect(answers[1]).toBeLessThan(answers[0]!);
+    } finally {
+      subscription.unsubscribe();
+      await Promise.all(clients.map((c) => c.close()));
+      await before.close();
+      await restored.close();
+    }
   });
 });

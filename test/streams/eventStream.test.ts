@@ -101,3 +101,27 @@ describe('list, then watch', () => {
     expect(onlyListed.length).toBeGreaterThan(0);
   });
 });
+
+describe('stream transport options', () => {
+  it('reads a gzip-compressed stream, cut and resumed, to the same final states', async () => {
+    const recorded = scenario('rolling_update');
+    const run = await replayThroughStream(recorded, (f) => void f.faults.stream({ cutAfterEvents: 4 }), { gzip: true });
+    expect(run.finals).toEqual(recordedFinals(recorded));
+    expect(run.others).toEqual(recordedOthers(recorded));
+    expect(run.states.map((s) => s.status)).toContain('backingOff');
+  });
+
+  it('subscribes across namespaces with namespace "*" (Nomad 1.2+ semantics)', async () => {
+    const recorded = scenario('healthy_task_states');
+    const run = await replayThroughStream(recorded, () => undefined, { namespace: '*' }, { namespaceWildcard: true });
+    expect(run.finals).toEqual(recordedFinals(recorded));
+  });
+
+  it('passes the namespace to Nomad: another namespace sees none of the events', async () => {
+    const recorded = scenario('healthy_task_states');
+    const run = await replayThroughStream(recorded, () => undefined, { namespace: 'other' }, {}, { waitFor: 'replay' });
+    expect(run.states.map((s) => s.status)).toContain('streaming');
+    expect(run.finals.size).toBe(0);
+    expect(run.others.size).toBe(0);
+  });
+});

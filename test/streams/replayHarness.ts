@@ -99,6 +99,7 @@ export async function replayThroughStream(
   setup: (fake: FakeNomad) => void = () => undefined,
   options: Partial<EventStreamOptions> = {},
   fakeOptions: Omit<FakeNomadOptions, 'clock'> = {},
+  { waitFor = 'lastIndex' }: { waitFor?: 'lastIndex' | 'replay' } = {},
 ): Promise<ReplayRun> {
   const clock = new VirtualClock({ start: 1_795_971_900_000 });
   const fake = await FakeNomad.start({ ...fakeOptions, clock });
@@ -142,7 +143,9 @@ export async function replayThroughStream(
     const last = lastRecordedIndex(recorded);
     await until(
       clock,
-      () => failure !== undefined || (replayed && run.states.at(-1)?.lastIndex === last && run.states.at(-1)?.status === 'streaming'),
+      () =>
+        failure !== undefined ||
+        (replayed && (waitFor === 'replay' || (run.states.at(-1)?.lastIndex === last && run.states.at(-1)?.status === 'streaming'))),
       `${recorded.name}: stream caught up with index ${last}`,
       { maxMs: 900_000, stepMs: 250 },
     );
