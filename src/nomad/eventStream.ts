@@ -225,6 +225,9 @@ class StreamSession {
       signal,
       isKnown: (id, modifyIndex) => (this.freshness.known(id) ?? -1) >= modifyIndex,
     });
+    // A full listing shows which allocations Nomad has garbage-collected: forget them, so the
+    // memory of delivered versions does not grow with every allocation ever seen.
+    if (this.scope.kind === 'all') this.freshness.retainOnly(listing.listed);
     const events = listing.allocations.filter((allocation) => this.admit(allocation)).map(resyncEvent);
     return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
   }

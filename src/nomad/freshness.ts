@@ -18,6 +18,11 @@ export class AllocationFreshness {
     return this.delivered.get(id);
   }
 
+  /** Forgets every allocation not in `ids` (garbage-collected by Nomad: absent from a full listing). */
+  retainOnly(ids: ReadonlySet<string>): void {
+    for (const id of this.delivered.keys()) if (!ids.has(id)) this.delivered.delete(id);
+  }
+
   get size(): number {
     return this.delivered.size;
   }

@@ -39,6 +39,8 @@ export interface ListingOptions {
 export interface Listing {
   /** X-Nomad-Index of the listing (highest of several). */
   index: number;
+  /** IDs of every allocation listed; for scope `all`, every allocation that still exists. */
+  listed: Set<string>;
   /** Full allocations that changed since last delivered, or were never delivered. */
   allocations: Allocation[];
 }
@@ -81,5 +83,5 @@ export async function listWatchedAllocations(client: NomadClient, scope: ResyncS
   await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 8, changed.length) }, worker));
   // Deliver in index order, as the stream would have.
   allocations.sort((a, b) => a.ModifyIndex - b.ModifyIndex);
-  return { index, allocations };
+  return { index, listed: new Set(stubs.map((stub) => stub.ID)), allocations };
 }

@@ -43,6 +43,16 @@ describe('AllocationFreshness', () => {
     expect(freshness.admit('a', 11)).toBe(true);
     expect(freshness.known('a')).toBe(11);
   });
+
+  it('forgets allocations a full listing no longer shows, and only those', () => {
+    const freshness = new AllocationFreshness();
+    freshness.admit('a', 1);
+    freshness.admit('b', 2);
+    freshness.retainOnly(new Set(['b', 'c']));
+    expect(freshness.known('a')).toBeUndefined();
+    expect(freshness.known('b')).toBe(2);
+    expect(freshness.size).toBe(1);
+  });
 });
 
 describe('resyncScope', () => {

@@ -1,0 +1,27 @@
+/** Warden's Nomad transport: the HTTP client, blocking queries, the resumable event stream, the API types. */
+export * from './types.js';
+export { type NomadConfig, type NomadTlsOptions, NomadConfigError, nomadConfigFromEnv, DEFAULT_NOMAD_ADDRESS } from './config.js';
+export { type NomadConnectOptions, type NomadEndpoint, nomadEndpoint, tlsConnectOptions, nomadAuthHeaders } from './connection.js';
+export {
+  NomadError,
+  NomadHttpError,
+  NomadDecodeError,
+  NomadTimeoutError,
+  NomadConnectionError,
+  NomadStreamError,
+  isRetryable,
+} from './errors.js';
+export { parseNomadJson, stringifyNomadJson } from './json.js';
+export { type NomadResponse, type NomadStreamResponse, type NomadTransportOptions, type RequestOptions, NomadTransport } from './transport.js';
+export { type QueryOptions, type RegisterJobOptions, type ParseJobOptions, type JobVersions, NomadClient } from './client.js';
+export { type IndexedQuery, type WatchQueryOptions, nextQueryIndex, watchQuery } from './blockingQuery.js';
+export { type BackoffOptions, backoffDelay } from './backoff.js';
+export { decodeFrame, isAllocationEvent, isJobEvent, isEvaluationEvent, isDeploymentEvent } from './eventFrames.js';
+export {
+  type EventBatch,
+  type EventStreamOptions,
+  type NomadEventStream,
+  type StreamState,
+  type StreamStatus,
+  nomadEventStream,
+} from './eventStream.js';
