@@ -1,6 +1,6 @@
 /**
- * Nomad's event broker (nomad/stream/event_broker.go, event_buffer.go): a buffer of the last N
- * published batches (one raft index each, default 100) and live delivery to subscribers. A new
+ * Nomad's event broker (nomad/stream/event_broker.go, event_buffer.go): a buffer of the last N + 1
+ * published batches (N = event_buffer_size, default 100; one raft index each) and live delivery. A new
  * subscription starts at "the closest batch": the last batch at or below the requested index, the
  * oldest batch when the index is older than the buffer, the newest when it is in the future.
  */
@@ -64,7 +64,8 @@ export class EventBroker {
   publish(batch: EventBatch): void {
     if (batch.Events.length === 0) return;
     this.buffer.push(batch);
-    if (this.buffer.length > this.size) this.buffer.shift();
+    // Nomad's buffer counts the head it has advanced past yet still serves: size + 1 items stay.
+    if (this.buffer.length > this.size + 1) this.buffer.shift();
     for (const listener of [...this.listeners]) listener(batch);
   }
 
