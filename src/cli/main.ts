@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerDemoCommand } from './demoCommand.js';
 import { registerGateCommand } from './gateCommand.js';
 import { registerWatchCommand } from './watchCommand.js';
 
@@ -12,6 +13,7 @@ export function buildProgram(): Command {
     .showHelpAfterError();
   registerWatchCommand(program);
   registerGateCommand(program);
+  registerDemoCommand(program);
   return program;
 }
 

@@ -85,7 +85,8 @@ export class DeploymentWatch {
     if (this.result || outcome.ok || outcome.failures.length === 0 || !deploymentId || deploymentId !== this.deployment?.ID) {
       return this.result;
     }
-    return this.fail(outcome.message.split('\n')[0] ?? outcome.message, outcome);
+    const groups = outcome.failures.map((failure) => `"${failure.group}"`).join(', ');
+    return this.fail(`could not place task group${outcome.failures.length === 1 ? '' : 's'} ${groups}`, outcome);
   }
 
   private wanted(): number {

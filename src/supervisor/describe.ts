@@ -11,6 +11,8 @@ import type { DeploymentResult } from './deploymentWatch.js';
 export interface DescribeOptions {
   /** ANSI colours (for a terminal). */
   color?: boolean;
+  /** Time of day only (HH:MM:SS.mmm, UTC) instead of the full ISO timestamp. */
+  shortTime?: boolean;
 }
 
 type Tone = 'good' | 'bad' | 'dim' | 'note' | 'bold';
@@ -29,8 +31,9 @@ export function paint(text: string, tone: Tone, options: DescribeOptions): strin
 }
 
 /** ISO time with milliseconds, in UTC: stable in tests and comparable with Nomad's timestamps. */
-export function formatTime(ms: number): string {
-  return new Date(ms).toISOString();
+export function formatTime(ms: number, options: DescribeOptions = {}): string {
+  const iso = new Date(ms).toISOString();
+  return options.shortTime ? iso.slice(11, 23) : iso;
 }
 
 export function allocationLabel(alloc: AllocationRef): string {
@@ -45,12 +48,12 @@ function reasonsText(reasons: Readonly<Record<string, string>>): string {
 }
 
 export function describeChange(change: StateChange, options: DescribeOptions = {}): string {
-  return `${paint(formatTime(change.at), 'dim', options)}  ${allocationLabel(change.alloc)}  ${change.from} → ${change.to}`;
+  return `${paint(formatTime(change.at, options), 'dim', options)}  ${allocationLabel(change.alloc)}  ${change.from} → ${change.to}`;
 }
 
 export function describeVerdict(record: VerdictRecord, options: DescribeOptions = {}): string {
   const { outcome } = record;
-  const head = `${paint(formatTime(outcome.at), 'dim', options)}  ${allocationLabel(record.alloc)}  `;
+  const head = `${paint(formatTime(outcome.at, options), 'dim', options)}  ${allocationLabel(record.alloc)}  `;
   if ('stopped' in outcome) return `${head}${paint('stopped', 'note', options)} (desired status stop: not judged)`;
   if (outcome.healthy) return `${head}${paint('healthy', 'good', options)}`;
   const reasons = reasonsText(outcome.reasons);
@@ -94,7 +97,7 @@ export function describeDeployment(result: DeploymentResult, options: DescribeOp
     if (tasks.length === 0) lines.push('    (the allocation failed; Nomad gave no per-task reason)');
     for (const [task, reason] of tasks) lines.push(`    ${task}: ${reason}`);
   }
-  if (result.evaluation) lines.push(...describeEvaluation(result.evaluation, options).slice(1));
+  if (result.evaluation) lines.push(...describeEvaluation(result.evaluation, options).map((line) => `  ${line}`));
   return lines;
 }
 

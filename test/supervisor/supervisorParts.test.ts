@@ -84,7 +84,7 @@ describe('DeploymentWatch', () => {
     expect(watch.onEvaluation(outcome, 'other')).toBeUndefined();
     expect(watch.onEvaluation(outcome, 'd1')).toMatchObject({
       ok: false,
-      reason: 'Evaluation "e1" finished with status "complete" but failed to place all allocations:',
+      reason: 'could not place task group "app"',
       evaluation: { failures: [{ group: 'app' }] },
     });
   });

@@ -1,0 +1,209 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { InvalidArgumentError, type Command } from 'commander';
+import { VirtualClock, settle, systemClock } from '../clock/index.js';
+import { NomadClient } from '../nomad/client.js';
+import type { Evaluation } from '../nomad/types.js';
+import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
+import { describeChange, describeDeployment, describeEvaluation, describeVerdict, paint, type DescribeOptions } from '../supervisor/describe.js';
+import { FakeNomad } from '../testing/fakeNomad.js';
+import { parseLossless } from '../testing/losslessJson.js';
+import type { StreamEvent } from '../testing/nomad/eventBroker.js';
+import { isHeartbeatLine, readScenario, type Scenario } from '../testing/recording.js';
+
+/**
+ * `warden demo` (`npm start`): a FakeNomad on loopback replays three deployments recorded from a
+ * real Nomad 1.1.2 agent, with Nomad's own health verdicts removed, while a supervisor follows it
+ * over the real event stream and prints what it concludes. Runs at the recorded pace (`--speed`
+ * multiplies it). The scenarios run in the order they were recorded, on one clock that reads the
+ * recording's own times, so every timestamp printed is the one Nomad's payloads carry.
+ */
+
+interface DemoScenario {
+  name: string;
+  title: string;
+  blurb: string;
+}
+
+export const DEMO_SCENARIOS: readonly DemoScenario[] = [
+  {
+    name: 'failed_task',
+    title: 'A task that fails at once',
+    blurb: 'restart { attempts = 0 }, and the command exits 1: the allocation is unhealthy the moment the task fails.',
+  },
+  {
+    name: 'placement_failure',
+    title: 'A job that cannot be placed',
+    blurb: 'memory = 1000000 MB: the scheduler finds no room, and the evaluation says why.',
+  },
+  {
+    name: 'rolling_update',
+    title: 'A rolling update, one allocation at a time',
+    blurb: 'count = 3, max_parallel = 1: each new allocation must stay running for min_healthy_time (2s) before the next.',
+  },
+];
+
+export interface DemoIo {
+  write(line: string): void;
+  /** The demo's clock; it starts at the first recording's time. */
+  clock: VirtualClock;
+  /** Folder holding the recorded scenarios (…/nomad-1.1.2/scenarios). */
+  recordingsDir: string;
+  color?: boolean;
+}
+
+/** Nomad's own answer removed from the replay: no DeploymentStatus, no "Alloc Unhealthy" event. */
+export function withoutNomadVerdict(event: StreamEvent): StreamEvent {
+  const allocation = (event.Payload as { Allocation?: Record<string, unknown> }).Allocation;
+  if (event.Topic !== 'Allocation' || !allocation) return event;
+  const { DeploymentStatus: _verdict, ...rest } = allocation;
+  const states = (rest.TaskStates ?? {}) as Record<string, { Events?: { Type: string }[] | null }>;
+  const TaskStates = Object.fromEntries(
+    Object.entries(states).map(([task, state]) => [task, { ...state, Events: (state.Events ?? []).filter((e) => e.Type !== 'Alloc Unhealthy') }]),
+  );
+  return { ...event, Payload: { ...event.Payload, Allocation: { ...rest, TaskStates } } };
+}
+
+/** The index the recording's stream asked for: lines below it are Nomad's stale "closest batch". */
+export function requestedIndex(scenario: Scenario): number {
+  return Number(/[?&]index=(\d+)/.exec(scenario.meta.stream_query)?.[1] ?? 0);
+}
+
+/** The job's registration evaluations in the recording, with the time each first appears. */
+function registrationEvaluations(scenario: Scenario): { id: string; t: number }[] {
+  const found = new Map<string, number>();
+  for (const line of scenario.stream) {
+    if (isHeartbeatLine(line)) continue;
+    const batch = parseLossless(line.raw) as unknown as { Events?: { Payload: { Evaluation?: Evaluation } }[] };
+    for (const event of batch.Events ?? []) {
+      const evaluation = event.Payload.Evaluation;
+      if (evaluation?.JobID === scenario.meta.job_id && evaluation.TriggeredBy === 'job-register' && !found.has(evaluation.ID)) {
+        found.set(evaluation.ID, line.t);
+      }
+    }
+  }
+  return [...found].map(([id, t]) => ({ id, t }));
+}
+
+function jobVersions(scenario: Scenario): number[] {
+  return [scenario.job, scenario.jobV1].flatMap((job) => {
+    const version = (job as { Version?: unknown } | undefined)?.Version;
+    return typeof version === 'number' ? [version] : [];
+  });
+}
+
+/** Moves the clock forward in steps that let sockets keep up (heartbeats arrive, nothing idles out). */
+async function jumpTo(clock: VirtualClock, time: number): Promise<void> {
+  while (clock.now() < time) {
+    clock.advanceTo(Math.min(time, clock.now() + 10_000));
+    await settle(20);
+  }
+}
+
+export async function runDemo(io: DemoIo): Promise<void> {
+  const { clock } = io;
+  const style: DescribeOptions = { color: io.color ?? false, shortTime: true };
+  const fake = await FakeNomad.start({ clock });
+  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false });
+  const supervisor = createSupervisor({ nomad, clock });
+  let jobId = '';
+  // A move into a final state is followed by its verdict line, which says more.
+  const FINAL = new Set(['healthy', 'unhealthy', 'stopped']);
+  supervisor.changes$.subscribe((change) => {
+    if (change.alloc.jobId === jobId && !FINAL.has(change.to)) io.write(`  ${describeChange(change, style)}`);
+  });
+  supervisor.verdicts$.subscribe((record) => {
+    if (record.alloc.jobId === jobId) io.write(`  ${describeVerdict(record, style)}`);
+  });
+  io.write(paint('Warden demo', 'bold', style));
+  io.write(`  A FakeNomad on ${fake.address} replays ${DEMO_SCENARIOS.length} deployments recorded from a real Nomad 1.1.2 agent,`);
+  io.write("  with Nomad's own health verdicts removed: every verdict below is Warden's, reached live from the event stream.");
+  try {
+    for (const [i, demo] of DEMO_SCENARIOS.entries()) {
+      const scenario = readScenario(join(io.recordingsDir, demo.name));
+      await jumpTo(clock, Date.parse(scenario.meta.stream_opened_at));
+      jobId = scenario.meta.job_id;
+      io.write('');
+      io.write(`${paint(`▶ ${i + 1}/${DEMO_SCENARIOS.length}  ${demo.title}`, 'bold', style)}  ${paint(`(job ${jobId})`, 'dim', style)}`);
+      io.write(`  ${paint(demo.blurb, 'dim', style)}`);
+      await followScenario(scenario);
+    }
+    io.write('');
+    io.write(`${paint('Done.', 'bold', style)} On a cluster of yours: ${paint('warden watch', 'note', style)} follows every allocation,`);
+    io.write(`${paint('warden gate <job>', 'note', style)} waits for a deployment (exit 0 healthy, 1 not, 2 Nomad unreachable).`);
+  } finally {
+    await supervisor.stop();
+    await nomad.close();
+    await fake.close();
+  }
+
+  async function followScenario(scenario: Scenario): Promise<void> {
+    const start = clock.now();
+    const deployments = jobVersions(scenario).map((version) =>
+      supervisor.waitForDeployment(scenario.meta.job_id, { version, namespace: 'default' }).then((result: DeploymentResult) => {
+        // A placement failure's details come with its evaluation, just below.
+        const lines = describeDeployment(result, style);
+        for (const text of !result.ok && result.evaluation ? lines.slice(0, 1) : lines) io.write(`  ${text}`);
+      }),
+    );
+    const evaluations = registrationEvaluations(scenario).map(
+      ({ id, t }) =>
+        new Promise<void>((done) => {
+          // Asked once Nomad has published it, as `nomad job run` does right after registering.
+          clock.setTimeout(() => {
+            void supervisor.monitorEvaluation(id).then((outcome) => {
+              for (const text of describeEvaluation(outcome, style)) io.write(`  ${text}`);
+              done();
+            }, done);
+          }, start + t - clock.now());
+        }),
+    );
+    const replay = fake.replay(scenario.stream, { transform: withoutNomadVerdict, fromIndex: requestedIndex(scenario) });
+    await Promise.all([...deployments, ...evaluations]);
+    replay.stop();
+    // A moment to read before the next one.
+    await jumpTo(clock, clock.now() + 1_500);
+  }
+}
+
+/** The recordings shipped in the repository, found from the `warden` script's own location. */
+export function defaultRecordingsDir(script = process.argv[1] ?? '.'): string {
+  // node_modules/.bin/warden is a symlink to src/cli/bin.ts.
+  const bin = existsSync(script) ? realpathSync(script) : script;
+  return resolve(dirname(bin), '..', '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
+}
+
+/** Drives the demo's clock at `speed` × real time. The command line is allowed the real timers. */
+function pace(clock: VirtualClock, speed: number): () => void {
+  let last = systemClock.now();
+  const timer = setInterval(() => {
+    const now = systemClock.now();
+    clock.advance((now - last) * speed);
+    last = now;
+  }, 10);
+  return () => clearInterval(timer);
+}
+
+function positiveNumber(text: string): number {
+  const value = Number(text);
+  if (!(value > 0) || !Number.isFinite(value)) throw new InvalidArgumentError('expected a positive number');
+  return value;
+}
+
+export function registerDemoCommand(program: Command): void {
+  program
+    .command('demo')
+    .description('Replay recorded Nomad deployments on a local FakeNomad and watch the supervisor judge them (npm start)')
+    .option('--speed <factor>', 'run this many times faster than recorded', positiveNumber, 1)
+    .option('--recordings <dir>', 'folder of recorded scenarios', defaultRecordingsDir())
+    .action(async (options: { speed: number; recordings: string }) => {
+      const first = readScenario(join(options.recordings, DEMO_SCENARIOS[0]!.name));
+      const clock = new VirtualClock({ start: Date.parse(first.meta.stream_opened_at) });
+      const stop = pace(clock, options.speed);
+      try {
+        await runDemo({ clock, recordingsDir: options.recordings, write: (text) => process.stdout.write(`${text}\n`), color: process.stdout.isTTY });
+      } finally {
+        stop();
+      }
+    });
+}

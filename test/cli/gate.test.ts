@@ -1,0 +1,102 @@
+/**
+ * `warden gate` against FakeNomad over loopback on a VirtualClock: the recorded deployments
+ * replay while the gate waits, with Nomad's own verdicts stripped.
+ */
+import { createServer } from 'node:net';
+import { gate, GATE_HEALTHY, GATE_UNHEALTHY, GATE_UNREACHABLE, type GateOptions } from '../../src/cli/gateCommand.js';
+import { VirtualClock } from '../../src/clock/index.js';
+import { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { isHeartbeatLine, type RecordedLine } from '../../src/testing/recording.js';
+import { driveTo, flush, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
+
+/** The recording split right after the job's registration: the gate starts once the job exists. */
+function splitAfterRegistration(lines: readonly RecordedLine[]): [RecordedLine[], RecordedLine[]] {
+  const data = lines.filter((line) => !isHeartbeatLine(line));
+  const at = data.findIndex((line) => line.raw.includes('"JobRegistered"') && line.raw.includes('"Topic":"Job"'));
+  const t = data[at]!.t;
+  return [data.slice(0, at + 1), data.slice(at + 1).map((line) => ({ ...line, t: line.t - t }))];
+}
+
+async function gateDuring(name: string, options: GateOptions = {}, jobId?: string) {
+  const scenario = loadScenario(name);
+  const [before, after] = splitAfterRegistration(scenario.stream);
+  const clock = new VirtualClock({ start: scenario.opened + before.at(-1)!.t });
+  const fake = await FakeNomad.start({ clock });
+  fake.replay(before, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario), immediate: true });
+  const lines: string[] = [];
+  let exitCode: number | undefined;
+  const running = gate(jobId ?? scenario.meta.job_id, options, { env: { NOMAD_ADDR: fake.address }, write: (l) => lines.push(l), clock, transport: { gzip: false } }).then(
+    (code) => (exitCode = code),
+  );
+  await flush();
+  fake.replay(after, { transform: stripNomadVerdict });
+  for (let t = clock.now(); exitCode === undefined && t < scenario.closed + 60_000; t += 1_000) await driveTo(clock, t);
+  await running;
+  await fake.close();
+  return { exitCode, lines };
+}
+
+describe('warden gate', () => {
+  test('a healthy deployment: exit 0', async () => {
+    const { exitCode, lines } = await gateDuring('healthy_task_states');
+    expect(exitCode).toBe(GATE_HEALTHY);
+    expect(lines).toEqual(['✔ healthy-task-states version 0: deployment healthy, 2 allocation(s) healthy']);
+  });
+
+  test('a failing deployment: exit 1 with each unhealthy allocation and its per-task reason', async () => {
+    const { exitCode, lines } = await gateDuring('failed_task');
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines[0]).toBe('✘ failed-task version 0: 1 allocation unhealthy');
+    expect(lines[1]).toMatch(/^ {2}failed-task\.app\[0\] [0-9a-f-]{36}$/);
+    expect(lines.slice(2)).toEqual(['    main: Unhealthy because of failed task']);
+  });
+
+  test('a placement failure: exit 1 naming the group and the exhausted dimension', async () => {
+    const { exitCode, lines } = await gateDuring('placement_failure');
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    const text = lines.join('\n');
+    expect(lines[0]).toBe('✘ placement-failure version 0: could not place task group "app"');
+    expect(text).toContain('failed to place all allocations');
+    expect(text).toContain('Task Group "app" (failed to place 1 allocation)');
+    expect(text).toContain('Dimension "memory" exhausted on 1 nodes');
+    expect(text).toMatch(/Evaluation "[0-9a-f-]{36}" waiting for additional capacity to place remainder/);
+  });
+
+  test('the second version of a rolling update, as JSON', async () => {
+    const { exitCode, lines } = await gateDuring('rolling_update', { version: 1, json: true });
+    expect(exitCode).toBe(GATE_HEALTHY);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ type: 'deployment', ok: true, jobId: 'rolling-update', version: 1 });
+    expect((JSON.parse(lines[0]!) as { healthy: string[] }).healthy).toHaveLength(3);
+  });
+
+  test('a job Nomad does not know: exit 1 with Nomad\'s answer', async () => {
+    const { exitCode, lines } = await gateDuring('healthy_task_states', {}, 'no-such-job');
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines.join('\n')).toContain('job not found');
+  });
+
+  test('no verdict within --timeout: exit 1', async () => {
+    const { exitCode, lines } = await gateDuring('manual_health', { timeout: 5 });
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines).toEqual(['✘ manual-health version 0: no verdict within 5s']);
+  });
+
+  test('Nomad unreachable: exit 2, and the token never printed', async () => {
+    // A port that was just free and is closed again: connection refused.
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    const lines: string[] = [];
+    const code = await gate('web', {}, {
+      env: { NOMAD_ADDR: `http://127.0.0.1:${port}`, NOMAD_TOKEN: 'secret-token-123' },
+      write: (l) => lines.push(l),
+      clock: new VirtualClock(),
+      transport: { gzip: false },
+    });
+    expect(code).toBe(GATE_UNREACHABLE);
+    expect(lines[0]).toContain(`Nomad at http://127.0.0.1:${port} could not be reached`);
+    expect(lines.join('\n')).not.toContain('secret-token-123');
+  });
+});

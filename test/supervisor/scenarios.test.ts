@@ -1,0 +1,67 @@
+/**
+ * Every recorded scenario through the whole supervisor: FakeNomad replays the recording (Nomad's
+ * own verdicts stripped) over loopback, and the supervisor follows it through the real event
+ * stream, client and actors on a VirtualClock. Its verdicts must be those of the fixtures README
+ * table, and the same as the health registry reaches when fed the recording directly.
+ */
+import { listScenarios } from '../../src/testing/recording.js';
+import { replayScenario } from '../health/support/replayScenario.js';
+import { SCENARIOS, driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict, type Harness } from './support/harness.js';
+import type { VerdictRecord } from '../../src/supervisor/types.js';
+
+/** The README's "Verdicts Warden must reach", as counts and messages per scenario. */
+const TABLE: Record<string, { healthy: number; unhealthy: Record<string, string>[]; stopped: number }> = {
+  healthy_task_states: { healthy: 2, unhealthy: [], stopped: 0 },
+  failed_task: { healthy: 0, unhealthy: [{ main: 'Unhealthy because of failed task' }], stopped: 0 },
+  restart_before_min_healthy: { healthy: 0, unhealthy: [{ main: 'Unhealthy because of failed task' }], stopped: 0 },
+  deadline_not_running: { healthy: 0, unhealthy: [{ main: 'Task not running by healthy_deadline of 5s' }], stopped: 0 },
+  stopped_while_waiting: { healthy: 0, unhealthy: [], stopped: 1 },
+  placement_failure: { healthy: 0, unhealthy: [], stopped: 0 },
+  rolling_update: { healthy: 6, unhealthy: [], stopped: 0 },
+  batch_job: { healthy: 0, unhealthy: [], stopped: 0 },
+  prestart_sidecar_lifecycle: { healthy: 1, unhealthy: [], stopped: 0 },
+  manual_health: { healthy: 0, unhealthy: [], stopped: 0 },
+  many_allocs: { healthy: 40, unhealthy: [], stopped: 0 },
+};
+
+function summary(verdicts: readonly VerdictRecord[]) {
+  const healthy = verdicts.filter((v) => 'healthy' in v.outcome && v.outcome.healthy).length;
+  const unhealthy = verdicts.flatMap((v) => ('healthy' in v.outcome && !v.outcome.healthy ? [v.outcome.reasons] : []));
+  const stopped = verdicts.filter((v) => 'stopped' in v.outcome).length;
+  return { healthy, unhealthy, stopped };
+}
+
+async function runScenario(name: string): Promise<Harness> {
+  const scenario = loadScenario(name);
+  const harness = await startHarness(scenario.opened);
+  harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
+  await driveTo(harness.clock, scenario.closed + 1_000);
+  return harness;
+}
+
+describe('the supervisor over FakeNomad replays every recorded scenario to the README verdicts', () => {
+  test('the table covers every recorded scenario', () => {
+    expect(Object.keys(TABLE).sort()).toEqual(listScenarios(SCENARIOS));
+  });
+
+  test.each(Object.keys(TABLE))('%s', async (name) => {
+    const harness = await runScenario(name);
+    try {
+      expect(summary(harness.verdicts)).toEqual(TABLE[name]);
+      // The same outcomes, at the same times, as the registry fed the recording directly.
+      const direct = replayScenario(name).allocations;
+      for (const record of harness.verdicts) {
+        expect(direct.get(record.alloc.allocId)?.outcome).toEqual(record.outcome);
+      }
+      expect([...direct.values()].filter((a) => a.outcome).length).toBe(harness.verdicts.length);
+      // Nomad re-sent allocations of earlier, purged jobs: reported as such, and nothing else went wrong.
+      for (const problem of harness.problems) {
+        expect(problem.kind).toBe('job-unavailable');
+        expect(direct.has(problem.allocId!)).toBe(false);
+      }
+      expect(harness.supervisor.supervised).toBe(0);
+    } finally {
+      await harness.close();
+    }
+  });
+});
