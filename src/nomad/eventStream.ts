@@ -81,8 +81,10 @@ const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 
 /** The per-stream memory that survives reconnects: what was delivered. */
 class StreamSession {
-  lastIndex: number;
+  lastIndex = 0;
   failures = 0;
+  /** Frames below the index the caller asked to start from are not theirs (closest-batch replay). */
+  private readonly startIndex: number;
   private needsResync: boolean;
   private readonly freshness = new AllocationFreshness();
   /** Events other than allocation updates delivered at lastIndex (one index can span frames). */
@@ -95,7 +97,7 @@ class StreamSession {
     private readonly options: EventStreamOptions,
     private readonly clock: Clock,
   ) {
-    this.lastIndex = Math.max(0, (options.index ?? 0) - 1);
+    this.startIndex = options.index ?? 0;
     this.needsResync = options.resyncOnStart ?? false;
     this.scope = resyncScope(options.topics);
     this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: this.lastIndex, failures: 0 });
@@ -105,7 +107,7 @@ class StreamSession {
     this.state.next({ status, lastIndex: this.lastIndex, failures: this.failures, ...extra });
   }
 
-  /** One connection: resolves never; fails (to be retried) when the stream breaks or ends. */
+  /** One connection: never completes; fails (to be retried) when the stream breaks or ends. */
   connect(): Observable<EventBatch> {
     return new Observable<EventBatch>((subscriber) => {
       const connection = new AbortController();
@@ -134,7 +136,7 @@ class StreamSession {
     this.setStatus('connecting');
     // From the last index itself, not the next: Nomad can split one raft index over two frames (a
     // registration's Job, then its Evaluation), and a cut between them must not lose the second.
-    const index = this.lastIndex > 0 ? this.lastIndex : (this.options.index ?? 0);
+    const index = this.lastIndex > 0 ? this.lastIndex : this.startIndex;
     const request = { topics: this.options.topics, index, signal: connection.signal, gzip: this.options.gzip ?? false };
     const idleMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     let idle: unknown;
@@ -194,6 +196,7 @@ class StreamSession {
     // topic; at the last index only the events not yet delivered at that index are new. Allocation
     // updates are judged on their own ModifyIndex instead: in a replay they are old too, but a
     // frame that arrives out of order can still hold the newest version.
+    if (frame.Index < this.startIndex) return;
     if (frame.Index > this.lastIndex) {
       this.lastIndex = frame.Index;
       this.deliveredAtLast.clear();

@@ -1,8 +1,11 @@
-import type { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { VirtualClock } from '../../src/clock/index.js';
+import { NomadClient } from '../../src/nomad/client.js';
+import { nomadEventStream } from '../../src/nomad/eventStream.js';
+import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { listScenarios } from '../../src/testing/recording.js';
-import { fixtures } from '../nomad/support.js';
+import { fixtures, until } from '../nomad/support.js';
 import { join } from 'node:path';
-import { recordedFinals, recordedOthers, replayThroughStream, scenario } from './replayHarness.js';
+import { STREAM_TOPICS, recordedFinals, recordedOthers, replayThroughStream, scenario } from './replayHarness.js';
 
 const scenarios = listScenarios(join(fixtures, 'scenarios'));
 
@@ -123,5 +126,49 @@ describe('stream transport options', () => {
     expect(run.states.map((s) => s.status)).toContain('streaming');
     expect(run.finals.size).toBe(0);
     expect(run.others.size).toBe(0);
+  });
+});
+
+describe('starting index ("closest batch" answers)', () => {
+  async function delivered(recordedName: string, index: (indexes: number[]) => number): Promise<{ indexes: number[]; got: number[] }> {
+    const recorded = scenario(recordedName);
+    const clock = new VirtualClock({ start: 1_795_971_900_000 });
+    const fake = await FakeNomad.start({ clock });
+    fake.replay(recorded.stream, { immediate: true });
+    const indexes = [...new Set(fake.broker.buffered().map((b) => b.Index))];
+    const client = new NomadClient({ address: fake.address }, { clock });
+    const got: number[] = [];
+    const states: string[] = [];
+    const stream = nomadEventStream(client, { topics: STREAM_TOPICS, index: index(indexes), clock });
+    const s1 = stream.state.subscribe((s) => states.push(s.status));
+    const s2 = stream.batches.subscribe((b) => got.push(b.index));
+    try {
+      await until(clock, () => states.includes('streaming'), 'connected');
+      clock.advance(1_000);
+      await until(clock, () => true, 'settled');
+      return { indexes, got };
+    } finally {
+      s1.unsubscribe();
+      s2.unsubscribe();
+      await client.close();
+      await fake.close();
+    }
+  }
+
+  it('starts at the index asked for, inclusive, with every frame of that index', async () => {
+    const { indexes, got } = await delivered('rolling_update', (all) => all[Math.floor(all.length / 2)]!);
+    const from = indexes[Math.floor(indexes.length / 2)]!;
+    expect(got[0]).toBe(from);
+    expect(new Set(got)).toEqual(new Set(indexes.filter((i) => i >= from)));
+  });
+
+  it('delivers nothing from the stale batch Nomad replays for an index in the future', async () => {
+    const { got } = await delivered('rolling_update', (all) => all.at(-1)! + 1_000);
+    expect(got).toEqual([]);
+  });
+
+  it('replays the whole buffer from index 0', async () => {
+    const { indexes, got } = await delivered('healthy_task_states', () => 0);
+    expect(new Set(got)).toEqual(new Set(indexes));
   });
 });
