@@ -63,15 +63,13 @@ function reasonOf(error: unknown): string {
 export class JobCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inFlight = new Map<string, Promise<unknown>>();
-  /** Deployment ID → job version; undefined marks a failed lookup until its `until`. */
+  /** Deployment ID → its job version, or the time until which a failed lookup is not repeated. */
   private readonly deployments = new Map<string, { version: number } | { until: number }>();
   /** Version → JobModifyIndex per job, for the registration-order rule. */
   private readonly registrations = new Map<string, Map<number, number>>();
   private readonly clock: Clock;
   private readonly maxEntries: number;
   private readonly failureTtlMs: number;
-  /** HTTP requests made, for tests and the inspector. */
-  requests = 0;
 
   constructor(
     private readonly source: JobSource,
@@ -103,12 +101,6 @@ export class JobCache {
   rememberDeployment(deployment: Deployment): void {
     this.deployments.set(deployment.ID, { version: deployment.JobVersion });
     if (this.deployments.size > this.maxEntries) this.deployments.delete(this.deployments.keys().next().value!);
-  }
-
-  /** The cached job version, without asking Nomad. */
-  peek(namespace: string, jobId: string, version: number): Job | undefined {
-    const entry = this.entries.get(key(namespace, jobId, version));
-    return entry !== undefined && 'job' in entry ? entry.job : undefined;
   }
 
   /** One version of a job: from the cache, or from one shared request for the job's versions. */
@@ -191,7 +183,6 @@ export class JobCache {
   private once<T>(flightKey: string, fetch: () => Promise<T>): Promise<T> {
     const running = this.inFlight.get(flightKey);
     if (running !== undefined) return running as Promise<T>;
-    this.requests++;
     const request = fetch().finally(() => this.inFlight.delete(flightKey));
     this.inFlight.set(flightKey, request);
     return request;
