@@ -33,10 +33,12 @@ function shapeDifference(ours: unknown, recorded: unknown, path = '$'): string |
   if (kind(ours) === 'object') {
     const a = ours as Record<string, unknown>;
     const b = recorded as Record<string, unknown>;
-    const keys = (o: object): string => Object.keys(o).sort().join(',');
+    // Computed node classes ("v1:<hash>") name the node; the fake's node is not the recorded one.
+    const keys = (o: object): string => Object.keys(o).map((k) => k.replace(/^v1:\d+$/, 'v1:<class>')).sort().join(',');
     if (keys(a) !== keys(b)) return `${path}: keys {${keys(a)}} where Nomad has {${keys(b)}}`;
-    for (const key of Object.keys(a)) {
-      const difference = shapeDifference(a[key], b[key], `${path}.${key}`);
+    const recordedValues = Object.values(b);
+    for (const [i, key] of Object.keys(a).entries()) {
+      const difference = shapeDifference(a[key], key in b ? b[key] : recordedValues[i], `${path}.${key}`);
       if (difference) return difference;
     }
   }
@@ -220,5 +222,55 @@ describe('FakeNomad answers every recorded Nomad 1.1.2 exchange alike', () => {
     // own two answers differ byte-wise; the fake serves the recorded bytes.
     const recordedBatches = recorded.response.body.split('\n').filter((l) => l !== '').slice(1);
     expect(batches.map(parseLossless)).toEqual(recordedBatches.map(parseLossless));
+  });
+});
+
+/**
+ * The same comparison for objects the scripting API builds (no recording behind them): a client
+ * cannot tell a scripted cluster from the recorded agent by the shape of what it reads.
+ */
+describe('a scripted cluster answers with the recorded shapes', () => {
+  let fake: FakeNomad;
+  beforeEach(async () => {
+    fake = await FakeNomad.start({ clock: new VirtualClock({ start: Date.UTC(2026, 10, 29, 17, 5) }) });
+  });
+  afterEach(() => fake.close());
+
+  /** Registers the recorded job of healthy_task_states through PUT /v1/jobs and runs it to healthy. */
+  async function runHealthyScenario(): Promise<{ allocId: string; deploymentId: string; evalId: string }> {
+    const registered = await call(fake.address, 'PUT', '/v1/jobs', exchange('register_job').request.body!);
+    expectSameAnswer(exchange('register_job'), registered);
+    const allocs = fake.cluster.placeAllocations('healthy-task-states');
+    for (const alloc of allocs) {
+      fake.cluster.receiveAllocation(alloc.ID);
+      fake.cluster.startTask(alloc.ID);
+      fake.cluster.setAllocHealth(alloc.ID, true);
+    }
+    const deploymentId = allocs[0]!.DeploymentID!;
+    fake.cluster.setDeploymentStatus(deploymentId, 'successful');
+    return { allocId: allocs[0]!.ID, deploymentId, evalId: (JSON.parse(registered.text) as { EvalID: string }).EvalID };
+  }
+
+  it.each([
+    ['get_job', () => '/v1/job/healthy-task-states'],
+    ['get_jobs_prefix', () => '/v1/jobs?prefix=healthy'],
+    ['get_job_allocations', () => '/v1/job/healthy-task-states/allocations'],
+    ['get_allocation', (ids: { allocId: string }) => `/v1/allocation/${ids.allocId}`],
+    ['get_deployment', (ids: { deploymentId: string }) => `/v1/deployment/${ids.deploymentId}`],
+    ['get_evaluation_complete', (ids: { evalId: string }) => `/v1/evaluation/${ids.evalId}`],
+  ] as const)('%s', async (name, path) => {
+    const ids = await runHealthyScenario();
+    expectSameAnswer(exchange(name), await call(fake.address, 'GET', path(ids)));
+  });
+
+  it.each(['get_evaluation_failed_tg_allocs', 'get_evaluation_blocked'])('%s', async (name) => {
+    fake.cluster.registerJob({
+      ID: 'placement-failure', Datacenters: ['dc1'],
+      Update: { HealthCheck: 'task_states', MinHealthyTime: 2e9, HealthyDeadline: 20e9, ProgressDeadline: 30e9 },
+      TaskGroups: [{ Name: 'app', Tasks: [{ Name: 'main', Driver: 'raw_exec', Resources: { CPU: 20, MemoryMB: 1_000_000 } }] }],
+    });
+    const { evaluation, blocked } = fake.cluster.failPlacement('placement-failure');
+    const id = name === 'get_evaluation_blocked' ? blocked.ID : evaluation.ID;
+    expectSameAnswer(exchange(name), await call(fake.address, 'GET', `/v1/evaluation/${id}`));
   });
 });

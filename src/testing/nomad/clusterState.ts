@@ -75,6 +75,8 @@ export class ClusterState {
   private write: PendingWrite | undefined;
   readonly nodeId: string;
   readonly nodeName = 'fake-nomad';
+  /** The node's computed class ("v1:" and a 64-bit hash in Nomad). */
+  private readonly computedClass: string;
 
   constructor(
     private readonly clock: Clock,
@@ -84,6 +86,7 @@ export class ClusterState {
   ) {
     this.lastIndex = initialIndex;
     this.nodeId = random.uuid();
+    this.computedClass = `v1:${BigInt(Math.floor(random.next() * 2 ** 53)) * 2048n}`;
   }
 
   /** The latest raft index. */
@@ -364,9 +367,12 @@ export class ClusterState {
     const blocked = this.batch(() => {
       const blocked = this.newEvaluation(job, 'queued-allocs', 'EvaluationUpdated', {
         Status: 'blocked', StatusDescription: 'created to place remaining allocations', PreviousEval: evaluation.ID,
-        FailedTGAllocs: failed, ClassEligibility: { 'v1:fake': true }, SnapshotIndex: job.JobModifyIndex,
+        FailedTGAllocs: failed, ClassEligibility: { [this.computedClass]: true }, SnapshotIndex: job.JobModifyIndex,
       });
-      this.patchEvaluation(evaluation, { Status: 'complete', BlockedEval: blocked.ID, FailedTGAllocs: failed, QueuedAllocations: { [String(group.Name)]: Number(group.Count) } });
+      this.patchEvaluation(evaluation, {
+        Status: 'complete', BlockedEval: blocked.ID, FailedTGAllocs: failed, SnapshotIndex: job.JobModifyIndex,
+        QueuedAllocations: { [String(group.Name)]: Number(group.Count) },
+      });
       return blocked;
     });
     return { evaluation: this.evaluation(String(evaluation.ID))!, blocked: omitEmpty(blocked) as Evaluation };
@@ -512,7 +518,9 @@ export class ClusterState {
         if (update.State !== undefined) state.State = update.State;
         if (update.Failed !== undefined) state.Failed = update.Failed;
       }
-      this.updateAlloc(allocId, 'AllocationUpdated', { TaskStates: states, ...clientStatusOf(states) }, false);
+      // Every client update carries the network status (empty without a network block).
+      const network = alloc.NetworkStatus ?? { Address: '', DNS: null, InterfaceName: '' };
+      this.updateAlloc(allocId, 'AllocationUpdated', { TaskStates: states, NetworkStatus: network, ...clientStatusOf(states) }, false);
     });
     return this.allocation(allocId)!;
   }

@@ -107,7 +107,7 @@ function canonicalTask(input: JsonObject, restart: JsonObject): JsonObject {
   return {
     ...overlay(
       {
-        ...nulls([...NULL_FIELDS, 'Artifacts', 'CSIPluginConfig', 'Config', 'DispatchPayload', 'Env', 'ScalingPolicies', 'Services', 'Templates', 'Vault', 'VolumeMounts']),
+        ...nulls(['Affinities', 'Constraints', 'Meta', 'Artifacts', 'CSIPluginConfig', 'Config', 'DispatchPayload', 'Env', 'ScalingPolicies', 'Services', 'Templates', 'Vault', 'VolumeMounts']),
         Driver: '', KillSignal: '', KillTimeout: 5 * SECOND, Kind: '', Leader: false, Lifecycle: null,
         LogConfig: { MaxFileSizeMB: 10, MaxFiles: 10 }, Name: '', ShutdownDelay: 0, User: '',
       },
