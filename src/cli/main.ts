@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerExecCommand } from './execCommand.js';
 import { registerDemoCommand } from './demoCommand.js';
 import { registerGateCommand } from './gateCommand.js';
 import { registerWatchCommand } from './watchCommand.js';
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
   registerWatchCommand(program);
   registerGateCommand(program);
   registerDemoCommand(program);
+  registerExecCommand(program);
   return program;
 }
 

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,10 +41,13 @@ export interface Harness {
 }
 
 /** A plain http server on loopback with the fake exec endpoint; the fixtures' allocations have task `main`. */
-export async function startHarness(allocIds: readonly string[] = [index.alloc_id, allocOf('j1_tty_stdin_close_is_not_eof')]): Promise<Harness> {
+export async function startHarness(
+  allocIds: readonly string[] = [index.alloc_id, allocOf('j1_tty_stdin_close_is_not_eof')],
+  handler: RequestListener = (_request, response) => response.writeHead(404).end(),
+): Promise<Harness> {
   const clock = new VirtualClock();
   const workdir = mkdtempSync(join(tmpdir(), 'warden-exec-'));
-  const server = createServer((_request, response) => response.writeHead(404).end());
+  const server = createServer(handler);
   const fake = attachFakeExec(server, {
     clock,
     lookup: (allocId) => (allocIds.includes(allocId) ? { tasks: ['main'], workdir: join(workdir, allocId) } : undefined),

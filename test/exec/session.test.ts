@@ -12,7 +12,7 @@ import { WebSocketServer } from 'ws';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { ExecClient } from '../../src/exec/execClient.js';
 import { ExecConnectionLostError, ExecProtocolError, ExecTimeoutError } from '../../src/nomad/exec/errors.js';
-import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecTransportCommand } from '../../machines/execSession.js';
+import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecSessionInput, type ExecTransportCommand } from '../../machines/execSession.js';
 import { index, liveInGroup, startHarness, type Harness } from './harness.js';
 
 const ALLOC = index.alloc_id;
@@ -22,7 +22,7 @@ describe('the session machine', () => {
     const received: ExecTransportCommand[] = [];
     let sendBack: (event: { type: 'TRANSPORT.OPENED' } | { type: 'TRANSPORT.EXITED'; exitCode: number }) => void = () => undefined;
     let stopped = false;
-    const transport = fromCallback<ExecTransportCommand>(({ sendBack: send, receive }) => {
+    const transport = fromCallback<ExecTransportCommand, ExecSessionInput>(({ sendBack: send, receive }) => {
       sendBack = send;
       receive((command) => received.push(command));
       return () => {

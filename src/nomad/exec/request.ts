@@ -1,5 +1,6 @@
 import type { ClientOptions } from 'ws';
 import type { NomadConfig } from '../config.js';
+import { nomadAuthHeaders, tlsConnectOptions } from '../connection.js';
 
 /** What to run, and where: the query of /v1/client/allocation/:id/exec. */
 export interface ExecRequest {
@@ -27,20 +28,9 @@ export function execUrl(config: NomadConfig, request: ExecRequest): string {
 }
 
 /**
- * Socket options for the exec websocket: the token as X-Nomad-Token, the same TLS settings as the
- * HTTP client, no compression (Nomad's upgrader offers none).
+ * Socket options for the exec websocket: the same token header and TLS settings as the HTTP client
+ * (src/nomad/connection), no compression (Nomad's upgrader offers none).
  */
 export function execSocketOptions(config: NomadConfig): ClientOptions {
-  const tls = config.tls ?? {};
-  // `servername` is honoured by ws at runtime but missing from its types.
-  const options: ClientOptions & { servername?: string } = {
-    perMessageDeflate: false,
-    headers: config.token === undefined ? {} : { 'X-Nomad-Token': config.token },
-  };
-  if (tls.ca !== undefined) options.ca = tls.ca;
-  if (tls.cert !== undefined) options.cert = tls.cert;
-  if (tls.key !== undefined) options.key = tls.key;
-  if (tls.servername !== undefined) options.servername = tls.servername;
-  if (tls.rejectUnauthorized !== undefined) options.rejectUnauthorized = tls.rejectUnauthorized;
-  return options;
+  return { perMessageDeflate: false, headers: nomadAuthHeaders(config), ...tlsConnectOptions(config) };
 }

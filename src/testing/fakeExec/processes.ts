@@ -64,6 +64,14 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+function ignoreClosed(operation: () => void): void {
+  try {
+    operation();
+  } catch {
+    // The terminal is closed (EBADF, EIO): the session is ending anyway.
+  }
+}
+
 const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13 };
 
 export function spawnLocal(request: SpawnRequest): LocalProcess {
@@ -127,10 +135,11 @@ function spawnTerminal(request: SpawnRequest): LocalProcess {
     onDone: (listener) => {
       terminal.onExit(({ exitCode, signal }) => listener(signal ? 128 + signal : exitCode));
     },
-    write: (data) => terminal.write(data),
+    // Input or a resize racing the terminal's end has nowhere to go.
+    write: (data) => ignoreClosed(() => terminal.write(data)),
     // With a terminal, closing stdin is not EOF (Ctrl-D is): Nomad does nothing.
     closeStdin: () => undefined,
-    resize: (rows, cols) => terminal.resize(cols, rows),
+    resize: (rows, cols) => ignoreClosed(() => terminal.resize(cols, rows)),
     pauseOutput: (paused) => {
       if (paused) terminal.pause();
       else terminal.resume();
