@@ -32,6 +32,15 @@ function run(name: string, extra: Parameters<Harness['client']['exec']>[1] exten
   return h.client.exec(allocOf(name), { task: c.query.task, command: c.query.command, tty: c.query.tty, ...extra });
 }
 
+/** A tty shell of a recorded case, sized as recorded, once its prompt has appeared. */
+async function shellAtPrompt(name: string, rows: number, cols: number, extra: { signal?: AbortSignal } = {}) {
+  const session = run(name, { stdin: 'pipe', ...extra });
+  session.resize(rows, cols);
+  const stdout = new Recorder(session.stdout);
+  await stdout.waitFor('# ');
+  return { session, stdout };
+}
+
 test('a: tty=false, stdout and stderr apart, exit code 3, stdin closed at once', async () => {
   const c = recorded('a_notty_out_err_exit3');
   const session = run('a_notty_out_err_exit3');
@@ -75,10 +84,7 @@ test('c: stdin from a Readable reaches cat; its end closes stdin; exit code 0 fr
 
 test('d: an interactive tty shell: prompt, typed input echoed, exit 5', async () => {
   const c = recorded('d_tty_shell_interactive');
-  const session = run('d_tty_shell_interactive', { stdin: 'pipe' });
-  session.resize(24, 80);
-  const stdout = new Recorder(session.stdout);
-  await stdout.waitFor('# ');
+  const { session, stdout } = await shellAtPrompt('d_tty_shell_interactive', 24, 80);
   session.stdin.write('echo $((6*7))\n');
   await stdout.waitFor('42\r\n# ');
   session.stdin.write('exit 5\n');
@@ -123,10 +129,7 @@ test('i: heartbeats every 10 s on the clock keep the session and do not disturb 
 
 test('j1: with a tty, closing stdin is not EOF; cancelling ends the session and the shell', async () => {
   const controller = new AbortController();
-  const session = run('j1_tty_stdin_close_is_not_eof', { stdin: 'pipe', signal: controller.signal });
-  session.resize(40, 120);
-  const stdout = new Recorder(session.stdout);
-  await stdout.waitFor('# ');
+  const { session, stdout } = await shellAtPrompt('j1_tty_stdin_close_is_not_eof', 40, 120, { signal: controller.signal });
   session.stdin.write('stty size\n');
   await stdout.waitFor('40 120\r\n# ');
   session.stdin.end();
@@ -143,10 +146,7 @@ test('j1: with a tty, closing stdin is not EOF; cancelling ends the session and 
 
 test('j2: Ctrl-D ends a tty shell with exit code 0', async () => {
   const c = recorded('j2_tty_ctrl_d');
-  const session = run('j2_tty_ctrl_d', { stdin: 'pipe' });
-  session.resize(24, 80);
-  const stdout = new Recorder(session.stdout);
-  await stdout.waitFor('# ');
+  const { session, stdout } = await shellAtPrompt('j2_tty_ctrl_d', 24, 80);
   session.stdin.write('\u0004');
   await expect(session.exitCode).resolves.toBe(0);
   await stdout.ended;

@@ -14,7 +14,7 @@ export class ExecError extends Error {
 
   constructor(message: string, details: { reason?: string; closeCode?: number; status?: number } = {}) {
     super(message);
-    this.name = 'ExecError';
+    this.name = new.target.name;
     this.reason = details.reason ?? '';
     this.closeCode = details.closeCode;
     this.status = details.status;
@@ -23,45 +23,37 @@ export class ExecError extends Error {
 
 export class ExecAllocationNotFoundError extends ExecError {
   override readonly code = 'WARDEN_EXEC_ALLOCATION_NOT_FOUND';
-  override name = 'ExecAllocationNotFoundError';
 }
 
 export class ExecTaskNotFoundError extends ExecError {
   override readonly code = 'WARDEN_EXEC_TASK_NOT_FOUND';
-  override name = 'ExecTaskNotFoundError';
 }
 
 export class ExecCommandStartError extends ExecError {
   override readonly code = 'WARDEN_EXEC_COMMAND_START';
-  override name = 'ExecCommandStartError';
 }
 
 export class ExecPermissionDeniedError extends ExecError {
   override readonly code = 'WARDEN_EXEC_PERMISSION_DENIED';
-  override name = 'ExecPermissionDeniedError';
 }
 
 /** The connection ended (1006, or a close frame that is not an error) before the `exited` frame. */
 export class ExecConnectionLostError extends ExecError {
   override readonly code = 'WARDEN_EXEC_CONNECTION_LOST';
-  override name = 'ExecConnectionLostError';
 }
 
 /** Nomad sent something that is not a frame of the protocol. */
 export class ExecProtocolError extends ExecError {
   override readonly code = 'WARDEN_EXEC_PROTOCOL';
-  override name = 'ExecProtocolError';
 }
 
 /** The caller's AbortSignal ended the session. */
 export class ExecAbortedError extends ExecError {
   override readonly code = 'WARDEN_EXEC_ABORTED';
-  override name = 'ExecAbortedError';
 }
 
 export class ExecTimeoutError extends ExecError {
   override readonly code = 'WARDEN_EXEC_TIMEOUT';
-  override name = 'ExecTimeoutError';
 }
 
 type ErrorClass = new (message: string, details: { reason?: string; closeCode?: number; status?: number }) => ExecError;
@@ -70,8 +62,9 @@ type ErrorClass = new (message: string, details: { reason?: string; closeCode?: 
 const CAUSES: readonly [RegExp, ErrorClass, string][] = [
   [/unknown allocation|alloc(ation)? not found/i, ExecAllocationNotFoundError, 'allocation not found'],
   [/task not found|unknown task name|task ".*" (not started yet|is not running)/i, ExecTaskNotFoundError, 'task not found or not running'],
-  [/permission denied|acl token not found/i, ExecPermissionDeniedError, 'permission denied'],
   [/failed to start command|command is not present|failed to marshal command|executable file not found/i, ExecCommandStartError, 'command could not start'],
+  // After the command patterns: a command that cannot start may also say "permission denied".
+  [/permission denied|acl token not found/i, ExecPermissionDeniedError, 'permission denied'],
 ];
 
 function fromReason(
