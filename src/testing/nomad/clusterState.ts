@@ -284,25 +284,39 @@ export class ClusterState {
       if (options.purge) {
         this.jobs.delete(jobKey(namespace, id));
       } else {
-        const job = { ...record.current, Stop: true, ModifyIndex: this.current.index, JobModifyIndex: this.current.index, Version: Number(record.current.Version) + 1, SubmitTime: this.nowNanos() };
+        const index = this.current.index;
+        const job: JsonObject = { ...record.current, Stop: true, ModifyIndex: index, JobModifyIndex: index, Version: Number(record.current.Version) + 1, SubmitTime: this.nowNanos() };
         record.current = job;
         record.versions.set(Number(job.Version), job);
         this.publish('Job', 'JobDeregistered', job);
+        this.current.batches.push([]);
       }
       return this.newEvaluation(record.current, 'job-deregister', 'JobDeregistered');
     });
-    this.batch(() => {
-      for (const alloc of this.liveAllocations(id, namespace)) {
-        this.updateAlloc(String(alloc.ID), 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' }, true);
-      }
-      for (const deployment of this.deployments.values()) {
-        if (deployment.JobID === id && deployment.Namespace === namespace && deployment.Status === 'running') {
+    const running = [...this.deployments.values()].filter((d) => d.JobID === id && d.Namespace === namespace && d.Status === 'running');
+    const live = this.liveAllocations(id, namespace);
+    // A plan that changes nothing is not applied, so it publishes nothing.
+    if (running.length > 0 || live.length > 0) {
+      this.batch(() => {
+        for (const deployment of running) {
           this.updateDeployment(String(deployment.ID), 'PlanResult', { Status: 'cancelled', StatusDescription: DEPLOYMENT_DESCRIPTIONS.cancelled });
+          evaluation.DeploymentID = deployment.ID;
+        }
+        this.publish('Evaluation', 'PlanResult', evaluation);
+        for (const alloc of live) {
+          this.updateAlloc(String(alloc.ID), 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' }, true);
+        }
+      });
+    }
+    this.batch(() => {
+      // The blocked evaluation waiting for capacity is cancelled, in Nomad's odd words.
+      for (const blocked of this.evals.values()) {
+        if (blocked.JobID === id && blocked.Namespace === namespace && blocked.Status === 'blocked') {
+          this.patchEvaluation(blocked, { Status: 'canceled', StatusDescription: `evaluation "${String(evaluation.ID)}" successful` });
         }
       }
-      this.publish('Evaluation', 'PlanResult', evaluation);
+      this.patchEvaluation(evaluation, { Status: 'complete', SnapshotIndex: evaluation.JobModifyIndex });
     });
-    this.completeEvaluation(String(evaluation.ID));
     return { evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
   }
 
@@ -357,23 +371,21 @@ export class ClusterState {
     const group = this.requireGroup(job, options.group);
     const task = (group.Tasks as JsonObject[])[0]!;
     const failed = { [String(group.Name)]: allocMetric(this.nodeId, { dimension: options.dimension ?? 'memory', task: String(task.Name), resources: resourcesOf(task) }) };
-    const evaluation = this.batch(() => {
-      const evaluation = this.evaluationFor(job, options.evalId);
+    // Nomad creates the blocked evaluation first, then applies the (empty) plan, then completes.
+    const evaluation = this.evaluationFor(job, options.evalId);
+    const blocked = this.batch(() =>
+      this.newEvaluation(job, 'queued-allocs', 'EvaluationUpdated', {
+        Status: 'blocked', StatusDescription: 'created to place remaining allocations', PreviousEval: evaluation.ID,
+        FailedTGAllocs: failed, ClassEligibility: { [this.computedClass]: true }, SnapshotIndex: job.JobModifyIndex,
+      }),
+    );
+    this.batch(() => {
       const deployment = this.deploymentFor(job, group);
       if (deployment) evaluation.DeploymentID = deployment.ID;
       this.publish('Evaluation', 'PlanResult', evaluation);
-      return evaluation;
     });
-    const blocked = this.batch(() => {
-      const blocked = this.newEvaluation(job, 'queued-allocs', 'EvaluationUpdated', {
-        Status: 'blocked', StatusDescription: 'created to place remaining allocations', PreviousEval: evaluation.ID,
-        FailedTGAllocs: failed, ClassEligibility: { [this.computedClass]: true }, SnapshotIndex: job.JobModifyIndex,
-      });
-      this.patchEvaluation(evaluation, {
-        Status: 'complete', BlockedEval: blocked.ID, FailedTGAllocs: failed, SnapshotIndex: job.JobModifyIndex,
-        QueuedAllocations: { [String(group.Name)]: Number(group.Count) },
-      });
-      return blocked;
+    this.completeEvaluation(String(evaluation.ID), {
+      BlockedEval: blocked.ID, FailedTGAllocs: failed, QueuedAllocations: { [String(group.Name)]: Number(group.Count) },
     });
     return { evaluation: this.evaluation(String(evaluation.ID))!, blocked: omitEmpty(blocked) as Evaluation };
   }
@@ -674,12 +686,26 @@ export class ClusterState {
 
   /** Deployment watcher outcome: successful, failed ("Failed due to progress deadline" ...), cancelled, paused. */
   setDeploymentStatus(id: string, status: string, description = DEPLOYMENT_DESCRIPTIONS[status] ?? ''): Deployment {
-    if (!this.deployments.has(id)) throw new NomadApiError(404, 'deployment not found');
-    this.batch(() => {
-      this.updateDeployment(id, 'DeploymentStatusUpdate', { Status: status, StatusDescription: description });
-      const deployment = this.deployments.get(id)!;
-      if (status === 'successful') this.markStable(deployment);
-    });
+    const deployment = this.deployments.get(id);
+    if (deployment === undefined) throw new NomadApiError(404, 'deployment not found');
+    const job = this.requireJob(String(deployment.JobID), String(deployment.Namespace));
+    const watcher = (type: string): JsonObject => this.newEvaluation(job, 'deployment-watcher', type, { DeploymentID: id });
+    let evaluation: JsonObject;
+    if (status === 'successful') {
+      // The watcher's evaluation comes first; its plan marks the deployment and the job version stable.
+      evaluation = this.batch(() => watcher('AllocationUpdateDesiredStatus'));
+      this.batch(() => {
+        this.updateDeployment(id, 'PlanResult', { Status: status, StatusDescription: description });
+        this.markStable(deployment);
+        this.publish('Evaluation', 'PlanResult', evaluation);
+      });
+    } else {
+      evaluation = this.batch(() => {
+        this.updateDeployment(id, 'DeploymentStatusUpdate', { Status: status, StatusDescription: description });
+        return watcher('DeploymentStatusUpdate');
+      });
+    }
+    this.completeEvaluation(String(evaluation.ID));
     return this.deployment(id)!;
   }
 
@@ -690,7 +716,7 @@ export class ClusterState {
     const stable: JsonObject = { ...version, Stable: true, ModifyIndex: this.touch('jobs', 'job_version') };
     record.versions.set(Number(stable.Version), stable);
     if (record.current.Version === stable.Version) record.current = stable;
-    this.publish('Job', 'DeploymentStatusUpdate', stable);
+    this.publish('Job', 'PlanResult', stable);
   }
 
   /** POST /v1/deployment/promote: canaries lose the Canary flag, groups are marked promoted, an evaluation follows. */
