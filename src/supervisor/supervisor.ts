@@ -11,6 +11,7 @@ import { HealthRegistry, type HealthChange } from '../health/registry.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
 import { JobCache } from '../streams/jobCache.js';
+import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
 import { BoundedHistory } from './boundedHistory.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
 import type { SupervisorInput } from './inputs.js';
@@ -120,6 +121,7 @@ export class Supervisor {
   private readonly verdictWaiters = new Map<string, Waiter<VerdictRecord>[]>();
   private readonly deploymentWaiters = new Set<DeploymentWaiter>();
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
+  private readonly runnerTrackers = new Set<RunnerAllocationTracker>();
   /** Rejects when the supervisor stops: raced against waits on child actors. */
   private readonly stoppedSignal: Promise<never>;
   private rejectStopped: (error: Error) => void = () => undefined;
@@ -192,6 +194,8 @@ export class Supervisor {
     const result = new Promise<DeploymentResult>((resolve, reject) => {
       this.deploymentWaiters.add({ watch, resolve, reject });
     });
+    // It may settle (or the supervisor stop) while the seeding below is awaited: handled by the caller.
+    result.catch(() => undefined);
     for (const record of this.history.values()) {
       if (record.alloc.jobId === jobId && record.alloc.namespace === namespace) this.feedVerdict(record);
     }
@@ -212,11 +216,23 @@ export class Supervisor {
     if (this.stopped) return Promise.reject(new SupervisorStoppedError(`evaluation ${evalId}`));
     this.actor.send({ type: 'EVALUATION.MONITOR', evalId });
     const child = this.actor.system.get(evaluationActorId(evalId)) as AnyActorRef;
-    const outcome = Promise.race([toPromise(child) as Promise<EvaluationOutcome>, this.stoppedSignal]).finally(() =>
-      this.evaluations.delete(evalId),
+    // A child stopped with the supervisor completes without an output.
+    const finished = (toPromise(child) as Promise<EvaluationOutcome | undefined>).then(
+      (output) => output ?? Promise.reject(new SupervisorStoppedError(`evaluation ${evalId}`)),
     );
+    const outcome = Promise.race([finished, this.stoppedSignal]).finally(() => this.evaluations.delete(evalId));
     this.evaluations.set(evalId, outcome);
     return outcome;
+  }
+
+  /**
+   * Runner-manager callbacks (Poseidon's semantics, see src/runners/allocationCallbacks.ts) for the
+   * allocations in scope, from now on. Returns the function that ends them.
+   */
+  watchRunners(callbacks: AllocationCallbacks): () => void {
+    const tracker = new RunnerAllocationTracker(callbacks, { clock: this.options.clock });
+    this.runnerTrackers.add(tracker);
+    return () => this.runnerTrackers.delete(tracker);
   }
 
   /** Ends every child and every allocation machine, closes the stream, and fails pending waits. */
@@ -227,6 +243,7 @@ export class Supervisor {
     for (const id of [...this.tracked.keys()]) this.registry.drop(id);
     this.tracked.clear();
     this.resolving.clear();
+    this.runnerTrackers.clear();
     this.actor.send({ type: 'STOP' });
     this.actor.stop();
     const stopped = (what: string) => new SupervisorStoppedError(what);
@@ -285,6 +302,7 @@ export class Supervisor {
   private onAllocation(allocation: Allocation): void {
     const id = allocation.ID;
     if (typeof id !== 'string' || !this.scope.includes(allocation.Namespace, allocation.JobID)) return;
+    for (const tracker of this.runnerTrackers) tracker.handle(allocation);
     if (this.history.get(id) || this.unwatched.get(id)) return;
     const tracked = this.tracked.get(id);
     if (tracked) {
