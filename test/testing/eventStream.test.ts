@@ -1,38 +1,7 @@
-import { request } from 'undici';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { call, serviceJob } from './helpers.js';
-
-/** Reads an event stream into lines while the test drives the clock. */
-async function openStream(fake: FakeNomad, query: string, headers: Record<string, string> = {}) {
-  const response = await request(`${fake.address}/v1/event/stream${query}`, { headers });
-  const lines: string[] = [];
-  let buffer = '';
-  let ended = false;
-  let failed: unknown;
-  void (async () => {
-    try {
-      for await (const chunk of response.body) {
-        buffer += chunk.toString();
-        const parts = buffer.split('\n');
-        buffer = parts.pop()!;
-        lines.push(...parts);
-      }
-      ended = true;
-    } catch (error) {
-      failed = error;
-    }
-  })();
-  return {
-    response,
-    lines,
-    get rest() { return buffer; },
-    get ended() { return ended; },
-    get failed() { return failed; },
-    batches: () => lines.filter((l) => l !== '{}').map((l) => JSON.parse(l) as { Index: number; Events: { Topic: string; Type: string; Key: string; FilterKeys: string[] | null }[] }),
-    close: () => response.body.destroy(),
-  };
-}
+import { openStream } from './streamClient.js';
 
 describe('FakeNomad event stream', () => {
   let clock: VirtualClock;
@@ -46,8 +15,8 @@ describe('FakeNomad event stream', () => {
   it('sends {} at once and every 30 s on its clock', async () => {
     const stream = await openStream(fake, '');
     await settle(5);
-    expect(stream.response.statusCode).toBe(200);
-    expect(stream.response.headers['content-type']).toBe('application/json');
+    expect(stream.status).toBe(200);
+    expect(stream.headers['content-type']).toBe('application/json');
     expect(stream.lines).toEqual(['{}']);
     clock.advance(29_999);
     await settle(5);
@@ -64,7 +33,7 @@ describe('FakeNomad event stream', () => {
     const { job } = fake.cluster.registerJob(serviceJob('web'));
     const [alloc] = fake.cluster.placeAllocations('web');
     await settle(10);
-    const batches = stream.batches();
+    const batches = stream.dataLines();
     // The registration is two lines at one index: the Job, then its evaluation.
     expect(batches[0]!.Index).toBe(job.JobModifyIndex);
     expect(batches[0]!.Events.map((e) => [e.Topic, e.Type])).toEqual([['Job', 'JobRegistered']]);
@@ -87,8 +56,8 @@ describe('FakeNomad event stream', () => {
     const stream = await openStream(fake, '?index=1&topic=Job:api');
     const others = await openStream(fake, '?index=1&topic=Job&namespace=team');
     await settle(10);
-    expect(stream.batches().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['api']);
-    expect(others.batches().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['other']);
+    expect(stream.dataLines().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['api']);
+    expect(others.dataLines().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['other']);
     stream.close();
     others.close();
   });
@@ -101,10 +70,10 @@ describe('FakeNomad event stream', () => {
     const future = await openStream(small, '?index=999999');
     const inside = await openStream(small, `?index=${indexes[indexes.length - 1]! - 1}`);
     await settle(10);
-    expect(old.batches().map((b) => b.Index)).toEqual(indexes);
-    expect(future.batches().map((b) => b.Index)).toEqual([indexes[indexes.length - 1]]);
-    expect(inside.batches().length).toBeGreaterThan(0);
-    expect(inside.batches()[0]!.Index).toBeLessThan(indexes[indexes.length - 1]!);
+    expect(old.dataLines().map((b) => b.Index)).toEqual(indexes);
+    expect(future.dataLines().map((b) => b.Index)).toEqual([indexes[indexes.length - 1]]);
+    expect(inside.dataLines().length).toBeGreaterThan(0);
+    expect(inside.dataLines()[0]!.Index).toBeLessThan(indexes[indexes.length - 1]!);
     for (const s of [old, future, inside]) s.close();
     await small.close();
   });

@@ -45,12 +45,19 @@ export function parseStreamRequest(query: URLSearchParams, namespaceWildcard: bo
 interface Sink {
   write(text: string): void;
   end(text?: string): void;
+  /** Closes the connection once what was written is out, without ending the chunked body. */
+  cut(): void;
   destroy(): void;
+}
+
+function cutSocket(res: ServerResponse): void {
+  if (res.socket) res.socket.destroySoon();
+  else res.destroy();
 }
 
 function sinkFor(req: IncomingMessage, res: ServerResponse): Sink {
   if (!/\bgzip\b/i.test(String(req.headers['accept-encoding'] ?? ''))) {
-    return { write: (text) => res.write(text), end: (text) => res.end(text), destroy: () => res.destroy() };
+    return { write: (text) => res.write(text), end: (text) => res.end(text), cut: () => cutSocket(res), destroy: () => res.destroy() };
   }
   res.setHeader('Content-Encoding', 'gzip');
   const gzip = createGzip();
@@ -61,6 +68,7 @@ function sinkFor(req: IncomingMessage, res: ServerResponse): Sink {
       gzip.flush(zlib.Z_SYNC_FLUSH);
     },
     end: (text) => gzip.end(text),
+    cut: () => gzip.flush(zlib.Z_SYNC_FLUSH, () => cutSocket(res)),
     destroy: () => {
       gzip.destroy();
       res.destroy();
@@ -118,7 +126,7 @@ export class EventStreamSession {
     const action = this.faults.onLine(line, events.length);
     for (const text of action.write) this.sink.write(`${text}\n`);
     if (action.partial !== undefined) this.sink.write(action.partial);
-    if (action.then === 'destroy') this.destroy();
+    if (action.then === 'destroy') this.cut();
     if (action.then === 'error') this.end(STREAM_CLOSED_TEXT);
   }
 
@@ -129,7 +137,14 @@ export class EventStreamSession {
     this.close();
   }
 
-  /** Cuts the connection without ending the chunked body. */
+  /** Cuts the connection after the bytes written so far, without ending the chunked body. */
+  private cut(): void {
+    if (this.closed) return;
+    this.sink.cut();
+    this.close();
+  }
+
+  /** Drops the connection at once (the fake is closing). */
   destroy(): void {
     if (this.closed) return;
     this.sink.destroy();
