@@ -113,19 +113,11 @@ export function evaluationOutcome(evaluation: EvaluationView, chain: readonly st
     explanation: explainPlacementMetrics(metrics),
   }));
   const head = `Evaluation "${evaluation.ID}" finished with status "${evaluation.Status}"`;
+  const judged = { evalId: evaluation.ID, status: evaluation.Status, chain: [...chain] };
   if (failures.length === 0) {
-    if (evaluation.Status === 'complete') {
-      return { ok: true, evalId: evaluation.ID, status: evaluation.Status, chain: [...chain], message: head };
-    }
+    if (evaluation.Status === 'complete') return { ok: true, ...judged, message: head };
     const reason = evaluation.StatusDescription ? `: ${evaluation.StatusDescription}` : '';
-    return {
-      ok: false,
-      evalId: evaluation.ID,
-      status: evaluation.Status,
-      chain: [...chain],
-      failures,
-      message: head + reason,
-    };
+    return { ok: false, ...judged, failures, message: head + reason };
   }
   const lines = [`${head} but failed to place all allocations:`];
   for (const failure of failures) {
@@ -136,24 +128,10 @@ export function evaluationOutcome(evaluation: EvaluationView, chain: readonly st
   if (evaluation.BlockedEval) {
     lines.push(`Evaluation "${evaluation.BlockedEval}" waiting for additional capacity to place remainder`);
   }
-  return {
-    ok: false,
-    evalId: evaluation.ID,
-    status: evaluation.Status,
-    chain: [...chain],
-    failures,
-    ...(evaluation.BlockedEval ? { blockedEval: evaluation.BlockedEval } : {}),
-    message: lines.join('\n'),
-  };
+  const blocked = evaluation.BlockedEval ? { blockedEval: evaluation.BlockedEval } : {};
+  return { ok: false, ...judged, failures, ...blocked, message: lines.join('\n') };
 }
 
 export function evaluationNotFound(evalId: string, chain: readonly string[]): EvaluationOutcome {
-  return {
-    ok: false,
-    evalId,
-    status: 'not-found',
-    chain: [...chain],
-    failures: [],
-    message: `No evaluation with id "${evalId}" found`,
-  };
+  return { ok: false, evalId, status: 'not-found', chain: [...chain], failures: [], message: `No evaluation with id "${evalId}" found` };
 }
