@@ -4,7 +4,7 @@ import { systemClock, type Clock } from '../clock/index.js';
 import { ExecClient } from '../exec/execClient.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
-import type { AllocationListStub } from '../nomad/types.js';
+import type { Allocation, AllocationListStub } from '../nomad/types.js';
 import { interruptSignal } from './watchCommand.js';
 
 /**
@@ -59,9 +59,11 @@ function pickAllocation(prefix: string, stubs: readonly AllocationListStub[]): A
   return only;
 }
 
-function pickTask(stub: AllocationListStub, task: string | undefined): string {
+/** As `nomad alloc exec`: without --task, the only task of the allocation's group in its job. */
+function pickTask(allocation: Allocation, task: string | undefined): string {
   if (task !== undefined) return task;
-  const tasks = Object.keys(stub.TaskStates ?? {});
+  const group = allocation.Job?.TaskGroups?.find((candidate) => candidate.Name === allocation.TaskGroup);
+  const tasks = (group?.Tasks ?? []).map((candidate) => candidate.Name);
   const [only, ...others] = tasks;
   if (only === undefined || others.length > 0) {
     throw new ExecTargetError(`Please specify the task with --task (allocation has: ${tasks.join(', ') || 'no tasks'})`);
@@ -81,7 +83,7 @@ export async function execInAllocation(prefix: string, command: readonly string[
     if (command.length === 0) throw new ExecTargetError('a command is required: warden exec <alloc> -- cmd args…');
     const wanted = sanitizePrefix(prefix);
     const { body } = await nomad.listAllocations({ prefix: wanted });
-    const allocation = pickAllocation(wanted, body);
+    const allocation = (await nomad.getAllocation(pickAllocation(wanted, body).ID)).body;
     session = new ExecClient(config, { clock }).exec(allocation.ID, {
       task: pickTask(allocation, options.task),
       command,

@@ -54,13 +54,20 @@ afterAll(async () => {
   await h.close();
 });
 
+/** The recorded URL, pointed at the FakeNomad and at its allocation (the unknown one stays unknown). */
+function localUrl(name: string): string {
+  const recorded = new URL(index.cases[name]?.url ?? '');
+  const path = recorded.pathname.replace(/allocation\/[^/]+\//, `allocation/${h.allocOf(name)}/`);
+  return `${h.address.replace('http', 'ws')}${path}${recorded.search}`;
+}
+
 const cases = Object.keys(index.cases).filter((name) => name !== 'h_1mb_output');
 
 test.each(cases)('%s: the fake answers the recorded client frames as Nomad did', async (name) => {
   const lines = readTranscript(name);
   const recordedIn = lines.filter((line) => line.dir === 'in' && line.raw !== undefined).map((line) => decodeServerFrame(line.raw ?? ''));
   const expected = tally(recordedIn);
-  const url = index.cases[name]?.url.replace('ws://127.0.0.1:4646', h.address.replace('http', 'ws')) ?? '';
+  const url = localUrl(name);
 
   const ws = new WebSocket(url);
   const frames: ServerFrame[] = [];
@@ -109,7 +116,7 @@ test.each(cases)('%s: the fake answers the recorded client frames as Nomad did',
 
 test('h_1mb_output: 1,000,000 bytes in data frames of at most 4096 bytes, then the same final frames', async () => {
   const lines = readTranscript('h_1mb_output');
-  const url = index.cases.h_1mb_output?.url.replace('ws://127.0.0.1:4646', h.address.replace('http', 'ws')) ?? '';
+  const url = localUrl('h_1mb_output');
   const expectedFinals = tally(lines.filter((line) => line.dir === 'in').map((line) => decodeServerFrame(line.raw ?? ''))).finals;
   const ws = new WebSocket(url);
   const frames: ServerFrame[] = [];

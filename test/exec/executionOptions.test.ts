@@ -10,11 +10,10 @@ import { fc } from '@fast-check/jest';
 import { runCommand, type RunCommandOptions } from '../../src/exec/runCommand.js';
 import { ShellQuoteError, shellJoin, shellQuote } from '../../src/exec/shellQuote.js';
 import { stderrReaderCommand, wrapCommand, type ExecutionOptions } from '../../src/exec/executionOptions.js';
-import { collect, index, startHarness, type Harness } from './harness.js';
+import { collect, startHarness, type Harness } from './harness.js';
 
 /** setpriv drops to nobody the way /sbin/setuser drops to `user` in Poseidon's images. */
 const SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
-const ALLOC = index.alloc_id;
 
 let h: Harness;
 beforeAll(async () => {
@@ -25,7 +24,7 @@ afterAll(async () => {
 });
 
 function run(options: Omit<RunCommandOptions, 'task'>) {
-  const session = runCommand(h.client, ALLOC, { task: 'main', setuser: SETUSER, ...options });
+  const session = runCommand(h.client, h.allocId, { task: 'main', setuser: SETUSER, ...options });
   return Promise.all([collect(session.stdout), collect(session.stderr), session.exitCode]).then(([stdout, stderr, exitCode]) => ({
     stdout: stdout.toString(),
     stderr: stderr.toString(),
@@ -74,7 +73,7 @@ describe('through the fake exec endpoint', () => {
   test('a cancelled split session leaves neither process nor fifo behind', async () => {
     const before = fifos();
     const controller = new AbortController();
-    const session = runCommand(h.client, ALLOC, {
+    const session = runCommand(h.client, h.allocId, {
       task: 'main',
       command: ['sleep', '1000'],
       tty: true,

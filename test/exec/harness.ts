@@ -1,12 +1,12 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
 import type { Readable } from 'node:stream';
-import { VirtualClock, settle } from '../../src/clock/index.js';
+import { VirtualClock } from '../../src/clock/index.js';
 import { ExecClient } from '../../src/exec/execClient.js';
 import { attachFakeExec, type FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
+import { clusterExecTargets } from '../../src/testing/fakeExec/clusterLookup.js';
+import { FakeNomad } from '../../src/testing/fakeNomad.js';
 
 export const EXEC_FIXTURES = join(__dirname, '..', 'fixtures', 'nomad-1.1.2', 'exec');
 
@@ -24,48 +24,63 @@ export const index = JSON.parse(readFileSync(join(EXEC_FIXTURES, 'index.json'), 
   cases: Record<string, TranscriptCase>;
 };
 
-/** The allocation id a case was recorded against (j1 used a second allocation). */
-export function allocOf(name: string): string {
-  const url = index.cases[name]?.url ?? '';
-  return /allocation\/([^/]+)\/exec/.exec(url)?.[1] ?? index.alloc_id;
-}
+/** The fixtures' exec target (exec-target.hcl) as an API job. */
+export const EXEC_TARGET_JOB = {
+  ID: 'exec-target',
+  Name: 'exec-target',
+  Type: 'service',
+  Datacenters: ['dc1'],
+  TaskGroups: [
+    {
+      Name: 'app',
+      Count: 1,
+      Tasks: [
+        {
+          Name: 'main',
+          Driver: 'raw_exec',
+          Config: { command: '/bin/sh', args: ['-c', 'echo exec target up; exec sleep 3600'] },
+          Resources: { CPU: 20, MemoryMB: 16 },
+        },
+      ],
+    },
+  ],
+};
 
 export interface Harness {
   clock: VirtualClock;
-  server: Server;
+  nomad: FakeNomad;
+  /** The exec endpoint attached to the FakeNomad. */
   fake: FakeExec;
   address: string;
   client: ExecClient;
-  workdir: string;
+  /** The exec-target allocation placed in the FakeNomad. */
+  allocId: string;
+  /** The allocation a recorded case runs against: ours, except for the case about an unknown one. */
+  allocOf(name: string): string;
   close(): Promise<void>;
 }
 
-/** A plain http server on loopback with the fake exec endpoint; the fixtures' allocations have task `main`. */
-export async function startHarness(
-  allocIds: readonly string[] = [index.alloc_id, allocOf('j1_tty_stdin_close_is_not_eof')],
-  handler: RequestListener = (_request, response) => response.writeHead(404).end(),
-): Promise<Harness> {
+/** FakeNomad with the exec endpoint attached, the exec-target job registered and its allocation placed. */
+export async function startHarness(): Promise<Harness> {
   const clock = new VirtualClock();
   const workdir = mkdtempSync(join(tmpdir(), 'warden-exec-'));
-  const server = createServer(handler);
-  const fake = attachFakeExec(server, {
-    clock,
-    lookup: (allocId) => (allocIds.includes(allocId) ? { tasks: ['main'], workdir: join(workdir, allocId) } : undefined),
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const client = new ExecClient({ address }, { clock });
+  const nomad = await FakeNomad.start({ clock });
+  const fake = attachFakeExec(nomad.server, { clock, lookup: clusterExecTargets(nomad.cluster, workdir) });
+  nomad.cluster.registerJob(EXEC_TARGET_JOB);
+  const [allocation] = nomad.cluster.placeAllocations(EXEC_TARGET_JOB.ID);
+  const allocId = String(allocation?.ID);
+  const unknown = /allocation\/([^/]+)\/exec/.exec(index.cases.g_unknown_alloc?.url ?? '')?.[1] ?? 'unknown';
   return {
     clock,
-    server,
+    nomad,
     fake,
-    address,
-    client,
-    workdir,
+    address: nomad.address,
+    client: new ExecClient({ address: nomad.address }, { clock }),
+    allocId,
+    allocOf: (name) => (name === 'g_unknown_alloc' ? unknown : allocId),
     close: async () => {
       await fake.close();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeAllConnections();
+      await nomad.close();
       rmSync(workdir, { recursive: true, force: true });
     },
   };
@@ -96,12 +111,6 @@ export class Recorder {
     if (this.text.includes(wanted)) return Promise.resolve();
     return new Promise((resolve) => this.#waiters.push([wanted, resolve]));
   }
-}
-
-/** Lets real I/O run until `condition` holds, without moving virtual time. */
-export async function until(condition: () => boolean, turns = 20_000): Promise<void> {
-  for (let i = 0; i < turns && !condition(); i++) await settle();
-  if (!condition()) throw new Error('condition not reached');
 }
 
 /** Live (not zombie) processes in a process group, read from /proc. */

@@ -8,14 +8,15 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createActor, fromCallback } from 'xstate';
-import { WebSocketServer } from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
+import { tmpdir } from 'node:os';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { ExecClient } from '../../src/exec/execClient.js';
-import { ExecConnectionLostError, ExecProtocolError, ExecTimeoutError } from '../../src/nomad/exec/errors.js';
+import { ExecConnectionLostError, ExecPermissionDeniedError, ExecProtocolError, ExecTimeoutError } from '../../src/nomad/exec/errors.js';
+import { attachFakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
+import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecSessionInput, type ExecTransportCommand } from '../../machines/execSession.js';
-import { index, liveInGroup, startHarness, type Harness } from './harness.js';
-
-const ALLOC = index.alloc_id;
+import { liveInGroup, startHarness, type Harness } from './harness.js';
 
 describe('the session machine', () => {
   function scripted() {
@@ -81,7 +82,7 @@ describe('against the fake exec endpoint', () => {
   });
 
   test('a timeout on the virtual clock ends the session and the whole process group', async () => {
-    const session = h.client.exec(ALLOC, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'], timeoutMs: 60_000 });
+    const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'], timeoutMs: 60_000 });
     await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
     await settle(20);
     const [pid] = [...h.fake.running];
@@ -95,7 +96,7 @@ describe('against the fake exec endpoint', () => {
 
   test('a process that ignores SIGHUP is killed after the grace period', async () => {
     const controller = new AbortController();
-    const session = h.client.exec(ALLOC, { task: 'main', command: ['/bin/sh', '-c', 'trap "" HUP; echo ready; while :; do sleep 1; done'], signal: controller.signal });
+    const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'trap "" HUP; echo ready; while :; do sleep 1; done'], signal: controller.signal });
     for await (const chunk of session.stdout) if (String(chunk).includes('ready')) break;
     const [pid] = [...h.fake.running];
     controller.abort();
@@ -109,7 +110,7 @@ describe('against the fake exec endpoint', () => {
 
   test('backpressure: 200 MB read slowly stays within 64 MiB of extra memory', async () => {
     const size = 200_000_000;
-    const session = h.client.exec(ALLOC, { task: 'main', command: ['head', '-c', String(size), '/dev/zero'] });
+    const session = h.client.exec(h.allocId, { task: 'main', command: ['head', '-c', String(size), '/dev/zero'] });
     const base = process.memoryUsage();
     let peak = 0;
     let total = 0;
@@ -150,5 +151,31 @@ describe('servers that do not behave', () => {
     const refused = await client.exec('x', { task: 'main', command: ['true'] }).exitCode.catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ExecConnectionLostError);
     expect(String((refused as Error).message)).not.toContain('secret-token');
+  });
+});
+
+describe('ACLs and origins on the fake', () => {
+  test('a missing or wrong token is refused before the upgrade and typed as permission denied; the token never shows', async () => {
+    const nomad = await FakeNomad.start({ clock: new VirtualClock(), token: 'right-token' });
+    const fake = attachFakeExec(nomad.server, { clock: nomad.clock, token: 'right-token', lookup: () => ({ tasks: ['main'], workdir: tmpdir() }) });
+    for (const token of [undefined, 'wrong-token']) {
+      const client = new ExecClient({ address: nomad.address, ...(token === undefined ? {} : { token }) }, { clock: nomad.clock });
+      const error: unknown = await client.exec('any', { task: 'main', command: ['true'] }).exitCode.catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ExecPermissionDeniedError);
+      expect(error).toMatchObject({ status: 403, reason: token === undefined ? 'Permission denied' : 'ACL token not found' });
+      expect(JSON.stringify(error) + String(error)).not.toContain('wrong-token');
+    }
+    const allowed = new ExecClient({ address: nomad.address, token: 'right-token' }, { clock: nomad.clock });
+    await expect(allowed.exec('any', { task: 'main', command: ['true'] }).exitCode).resolves.toBe(0);
+    const crossOrigin = new WebSocket(`${nomad.address.replace('http', 'ws')}/v1/client/allocation/any/exec?task=main&command=%5B%22true%22%5D`, {
+      headers: { 'X-Nomad-Token': 'right-token' },
+      origin: 'http://elsewhere.example',
+    });
+    const status = await new Promise<number>((resolve) => crossOrigin.on('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    crossOrigin.on('error', () => undefined);
+    crossOrigin.terminate();
+    expect(status).toBe(403);
+    await fake.close();
+    await nomad.close();
   });
 });

@@ -11,7 +11,7 @@ import {
   ExecTaskNotFoundError,
 } from '../../src/nomad/exec/errors.js';
 import { EXEC_HEARTBEAT_MS } from '../../machines/execSession.js';
-import { Recorder, allocOf, collect, index, startHarness, type Harness } from './harness.js';
+import { Recorder, collect, index, startHarness, type Harness } from './harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -29,7 +29,7 @@ function recorded(name: string) {
 
 function run(name: string, extra: Parameters<Harness['client']['exec']>[1] extends infer O ? Partial<O> : never = {}) {
   const c = recorded(name);
-  return h.client.exec(allocOf(name), { task: c.query.task, command: c.query.command, tty: c.query.tty, ...extra });
+  return h.client.exec(h.allocOf(name), { task: c.query.task, command: c.query.command, tty: c.query.tty, ...extra });
 }
 
 /** A tty shell of a recorded case, sized as recorded, once its prompt has appeared. */

@@ -19,6 +19,8 @@ export interface FakeExecOptions {
   clock: Clock;
   /** Extra environment for every command (PATH comes from this process unless given). */
   env?: Readonly<Record<string, string>>;
+  /** ACLs on: the upgrade needs this X-Nomad-Token, refused with 403 before it as Nomad 1.1.2 does. */
+  token?: string;
 }
 
 export interface FakeExec {
@@ -58,6 +60,11 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
     if (match === null) {
       // Someone else's upgrade, if anyone listens for it.
       if (server.listenerCount('upgrade') === 1) refuse(socket, 404, '');
+      return;
+    }
+    const denied = tokenProblem(request, options.token);
+    if (denied !== undefined) {
+      refuse(socket, 403, denied);
       return;
     }
     if (crossOrigin(request)) {
@@ -217,6 +224,14 @@ function refuse(socket: Duplex, status: number, body: string): void {
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
+}
+
+/** Nomad 1.1.2's answers: no token lacks permission, a wrong one is not found. */
+function tokenProblem(request: IncomingMessage, token: string | undefined): string | undefined {
+  if (token === undefined) return undefined;
+  const given = request.headers['x-nomad-token'];
+  if (given === token) return undefined;
+  return given === undefined || given === '' ? 'Permission denied' : 'ACL token not found';
 }
 
 /** gorilla/websocket's default CheckOrigin: an Origin whose host is not the Host is refused. */
