@@ -288,8 +288,10 @@ export class Supervisor {
       case 'resyncing':
         return this.actor.send({ type: 'CONNECTION.RESYNCING' });
       case 'streaming':
+        this.logger.info('event stream connected', { index: input.index });
         return this.actor.send({ type: 'CONNECTION.STREAMING', ...(input.index === undefined ? {} : { index: input.index }) });
       case 'backingOff':
+        this.logger.warn('event stream connection lost; retrying', { attempt: input.attempt, retryInMs: input.retryInMs, reason: input.reason });
         return this.actor.send({
           type: 'CONNECTION.BACKING_OFF',
           attempt: input.attempt ?? 1,

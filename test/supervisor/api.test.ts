@@ -151,3 +151,31 @@ describe('the supervisor API', () => {
     }
   });
 });
+
+describe('logging', () => {
+  test.each([
+    ['the right token', 'tok-right-0001'],
+    ['a refused token', 'tok-wrong-0002'],
+  ])('with %s, the structured log tells what happened and never carries the token', async (_case, token) => {
+    const scenario = loadScenario('failed_task');
+    const clock = new VirtualClock({ start: scenario.opened });
+    const fake = await FakeNomad.start({ clock, token: 'tok-right-0001' });
+    const records: unknown[] = [];
+    const record = (level: string) => (message: string, fields?: object) => records.push({ level, message, ...fields });
+    const logger = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
+    const supervisor = createSupervisor({ nomad: { address: fake.address, token }, clock, logger });
+    const problems: string[] = [];
+    supervisor.problems$.subscribe((p) => problems.push(p.kind));
+    try {
+      fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
+      await driveTo(clock, scenario.opened + 5_000);
+      const text = JSON.stringify(records);
+      expect(text).not.toContain('tok-');
+      if (token === 'tok-right-0001') expect(records).toContainEqual(expect.objectContaining({ level: 'info', message: 'event stream connected' }));
+      else expect(problems).toContain('stream-failed');
+    } finally {
+      await supervisor.stop();
+      await fake.close();
+    }
+  });
+});
