@@ -35,7 +35,7 @@ export function watchQuery<T>(query: IndexedQuery<T>, options: WatchQueryOptions
   return new Observable<NomadResponse<T>>((subscriber) => {
     const controller = new AbortController();
     let index = options.index ?? 0;
-    let emitted = false;
+    let lastEmitted: number | undefined;
     let failures = 0;
     let pause: Subscription | undefined;
 
@@ -48,9 +48,12 @@ export function watchQuery<T>(query: IndexedQuery<T>, options: WatchQueryOptions
           // Never 0 after the first answer: a server without X-Nomad-Index would make a hot loop;
           // index 1 still answers at once on any live cluster.
           index = Math.max(1, nextQueryIndex(sent, response.meta.lastIndex));
-          const changed = !emitted || response.meta.lastIndex !== sent;
-          emitted = true;
-          if (changed) subscriber.next(response);
+          // Compared with what was last emitted, not with what was sent: after a reset the
+          // immediate answer repeats the data just emitted.
+          if (response.meta.lastIndex !== lastEmitted) {
+            lastEmitted = response.meta.lastIndex;
+            subscriber.next(response);
+          }
           ask();
         },
         (error: unknown) => {

@@ -140,8 +140,12 @@ class StreamSession {
     const request = { topics: this.options.topics, index, signal: connection.signal, gzip: this.options.gzip ?? false };
     const idleMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     let idle: unknown;
-    const armIdle = (): void => {
+    const disarmIdle = (): void => {
       if (idle !== undefined) this.clock.clearTimeout(idle);
+      idle = undefined;
+    };
+    const armIdle = (): void => {
+      disarmIdle();
       idle = this.clock.setTimeout(() => {
         connection.abort(new NomadStreamError('idle', `event stream silent for ${idleMs} ms`));
       }, idleMs);
@@ -152,6 +156,8 @@ class StreamSession {
         this.options.namespace === undefined ? request : { ...request, namespace: this.options.namespace },
       );
       if (this.needsResync) {
+        // The body waits unread while we list: silence now is ours, not the server's.
+        disarmIdle();
         this.setStatus('resyncing');
         const batch = await this.resync(connection.signal);
         this.needsResync = false;
@@ -170,7 +176,7 @@ class StreamSession {
       const reason: unknown = connection.signal.reason;
       throw reason instanceof NomadStreamError ? reason : error;
     } finally {
-      if (idle !== undefined) this.clock.clearTimeout(idle);
+      disarmIdle();
     }
   }
 

@@ -3,8 +3,7 @@
  * namespace/region query parameters, gzip, time limits on the injected clock, and Nomad's error
  * convention (any status but 200 is an error whose body is plain text).
  */
-import { createGunzip, gunzip } from 'node:zlib';
-import { promisify } from 'node:util';
+import { createGunzip, gunzipSync } from 'node:zlib';
 import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../clock/index.js';
@@ -14,8 +13,6 @@ import { nomadAuthHeaders, nomadEndpoint } from './connection.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from './errors.js';
 import { parseNomadJson, stringifyNomadJson } from './json.js';
 import type { QueryMeta } from './types.js';
-
-const gunzipAsync = promisify(gunzip);
 
 export type QueryValue = string | number | boolean | undefined;
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -162,9 +159,8 @@ export class NomadTransport {
     const deadline = new Deadline(this.clock, options.timeoutMs ?? this.timeoutMs, options.signal);
     try {
       const response = await this.send(method, target, deadline, this.gzip, options.body);
-      const text = await readText(response);
-      if (response.statusCode !== 200) throw new NomadHttpError(response.statusCode, method, target, text);
-      return { body: parseNomadJson(text) as T, meta: queryMetaFrom(response.headers) };
+      if (response.statusCode !== 200) throw new NomadHttpError(response.statusCode, method, target, await readErrorText(response));
+      return { body: parseNomadJson(await readText(response)) as T, meta: queryMetaFrom(response.headers) };
     } catch (error) {
       throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
     } finally {
@@ -184,15 +180,12 @@ export class NomadTransport {
     try {
       const response = await this.send('GET', target, deadline, options.gzip ?? false, undefined);
       if (response.statusCode !== 200) {
-        throw new NomadHttpError(response.statusCode, 'GET', target, await readText(response));
+        throw new NomadHttpError(response.statusCode, 'GET', target, await readErrorText(response));
       }
       // The caller's signal must still reach the body (it is how a stream is stopped); only the
       // wait for headers was time-limited.
       deadline.clearTimer();
-      const source: AsyncIterable<Uint8Array> = isGzip(response.headers)
-        ? pipeline(response.body, createGunzip(), () => undefined)
-        : response.body;
-      return { meta: queryMetaFrom(response.headers), body: untilDone(source, () => deadline.dispose()) };
+      return { meta: queryMetaFrom(response.headers), body: untilDone(decodedBody(response), () => deadline.dispose()) };
     } catch (error) {
       deadline.dispose();
       throw this.describe(error, 'GET', target, deadline, timeoutMs);
@@ -240,8 +233,28 @@ async function* untilDone(source: AsyncIterable<Uint8Array>, done: () => void): 
   }
 }
 
+/** The body's bytes, gunzipped as they arrive when Nomad compressed them. */
+function decodedBody(response: Dispatcher.ResponseData): AsyncIterable<Uint8Array> {
+  return isGzip(response.headers) ? pipeline(response.body, createGunzip(), () => undefined) : response.body;
+}
+
+/** Nomad's error messages are short: read at most this much of an error body, whatever is sent. */
+const ERROR_BODY_LIMIT = 64 * 1024;
+
+async function readErrorText(response: Dispatcher.ResponseData): Promise<string> {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of decodedBody(response)) {
+    parts.push(Buffer.from(chunk));
+    size += chunk.length;
+    if (size >= ERROR_BODY_LIMIT) break; // leaving the loop destroys the rest of the body
+  }
+  return Buffer.concat(parts).subarray(0, ERROR_BODY_LIMIT).toString('utf8');
+}
+
 async function readText(response: Dispatcher.ResponseData): Promise<string> {
   if (!isGzip(response.headers)) return response.body.text();
-  const zipped = Buffer.from(await response.body.arrayBuffer());
-  return (await gunzipAsync(zipped)).toString('utf8');
+  // Synchronous on purpose: API answers are small, and the thread-pool hop of the async form
+  // costs more than it saves (and completes at an arbitrary time under load).
+  return gunzipSync(Buffer.from(await response.body.arrayBuffer())).toString('utf8');
 }

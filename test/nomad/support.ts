@@ -18,7 +18,9 @@ export function scenarioJob(scenario: string, file = 'job.json'): Job {
 export async function until(clock: VirtualClock, done: () => boolean, what: string, { stepMs = 100, maxMs = 300_000 } = {}): Promise<void> {
   const deadline = clock.now() + maxMs;
   for (;;) {
-    await settle(4);
+    // A loopback round trip takes a handful of event-loop turns, more on a loaded machine: give
+    // I/O plenty before time moves, or virtual deadlines could pass while bytes are in flight.
+    await settle(12);
     if (done()) return;
     if (clock.now() >= deadline) throw new Error(`not reached within ${maxMs} virtual ms: ${what}`);
     clock.advance(stepMs);
