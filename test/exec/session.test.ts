@@ -16,7 +16,7 @@ import { ExecConnectionLostError, ExecPermissionDeniedError, ExecProtocolError, 
 import { attachFakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecSessionInput, type ExecTransportCommand } from '../../machines/execSession.js';
-import { liveInGroup, startHarness, type Harness } from './harness.js';
+import { collect, liveInGroup, startHarness, type Harness } from './harness.js';
 
 describe('the session machine', () => {
   function scripted() {
@@ -135,20 +135,77 @@ describe('against the fake exec endpoint', () => {
 });
 
 describe('servers that do not behave', () => {
-  test('a malformed frame is a protocol error, a refused connection a lost connection', async () => {
+  /** A websocket server that plays `script` on each connection, recording what the client sends. */
+  async function scriptedServer(script: (ws: WebSocket) => void) {
     const server = createServer();
     const wss = new WebSocketServer({ server });
-    wss.on('connection', (ws) => ws.send('{"stdout":{"data":"not base64!"}}'));
+    const received: string[] = [];
+    wss.on('connection', (ws) => {
+      ws.on('message', (data: Buffer) => received.push(data.toString()));
+      script(ws);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const port = (server.address() as AddressInfo).port;
-    const client = new ExecClient({ address: `http://127.0.0.1:${port}`, token: 'secret-token' }, { clock: new VirtualClock() });
-    const error = await client.exec('x', { task: 'main', command: ['true'] }).exitCode.catch((e: unknown) => e);
+    const clock = new VirtualClock();
+    const address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return {
+      clock,
+      received,
+      client: new ExecClient({ address, token: 'secret-token' }, { clock }),
+      close: async () => {
+        for (const ws of wss.clients) ws.terminate();
+        wss.close();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+  const run = (client: ExecClient, options: Partial<Parameters<ExecClient['exec']>[1]> = {}) =>
+    client.exec('x', { task: 'main', command: ['true'], ...options });
+
+  test('a TCP drop right after exited is a normal end (newer Nomad); before it, a lost connection', async () => {
+    const after = await scriptedServer((ws) => {
+      ws.send('{"stdout":{"data":"aGk="}}');
+      ws.send('{"exited":true,"result":{"exit_code":2}}', () => ws.terminate());
+    });
+    const session = run(after.client);
+    const [code, stdout] = await Promise.all([session.exitCode, collect(session.stdout)]);
+    expect([code, stdout.toString()]).toEqual([2, 'hi']);
+    await after.close();
+
+    const before = await scriptedServer((ws) => ws.send('{"stdout":{"data":"aGk="}}', () => ws.terminate()));
+    const error: unknown = await run(before.client).exitCode.catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ExecConnectionLostError);
+    expect(error).toMatchObject({ closeCode: 1006 });
+    await before.close();
+
+    const normalClose = await scriptedServer((ws) => ws.close(1000));
+    await expect(run(normalClose.client).exitCode).rejects.toMatchObject({ name: 'ExecConnectionLostError', closeCode: 1000 });
+    await normalClose.close();
+  });
+
+  test('the heartbeat reaches the server every 10 s of the clock; stdin and resize frames are Nomad’s', async () => {
+    const server = await scriptedServer(() => undefined);
+    const session = run(server.client, { stdin: 'pipe', tty: true });
+    session.resize(30, 100);
+    expect(() => session.resize(0, 100)).toThrow(RangeError);
+    expect(() => session.resize(30, Number.NaN)).toThrow(RangeError);
+    session.stdin.write('ls\n');
+    await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
+    server.clock.advance(EXEC_HEARTBEAT_MS * 3);
+    session.stdin.end();
+    await new Promise<void>((resolve) => session.stdin.on('finish', resolve));
+    await settle(20);
+    expect(server.received).toEqual(['{"tty_size":{"height":30,"width":100}}', '{"stdin":{"data":"bHMK"}}', '{}', '{}', '{}', '{"stdin":{"close":true}}']);
+    await server.close();
+  });
+
+  test('a malformed frame is a protocol error, a refused connection a lost connection; the token shows in neither', async () => {
+    const server = await scriptedServer((ws) => ws.send('{"stdout":{"data":"not base64!"}}'));
+    const error = await run(server.client).exitCode.catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ExecProtocolError);
     expect(String((error as Error).message)).not.toContain('secret-token');
-    wss.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
 
-    const refused = await client.exec('x', { task: 'main', command: ['true'] }).exitCode.catch((e: unknown) => e);
+    const refused = await run(server.client).exitCode.catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ExecConnectionLostError);
     expect(String((refused as Error).message)).not.toContain('secret-token');
   });

@@ -79,7 +79,11 @@ export class ExecConnection {
     ws.on('unexpected-response', (_request, response) => this.#onRefused(ws, response));
   }
 
+  /** The terminal's size in character cells: positive integers (Nomad's are uint32; a terminal's fit in 16 bits). */
   resize(rows: number, cols: number): void {
+    for (const [name, value] of [['rows', rows], ['cols', cols]] as const) {
+      if (!Number.isInteger(value) || value <= 0 || value > 0xffff) throw new RangeError(`resize: ${name} must be an integer from 1 to 65535, got ${value}`);
+    }
     this.#send({ kind: 'tty_size', rows, cols });
   }
 
