@@ -1,30 +1,28 @@
 /**
- * The whole supervisor under a 10,000-allocation deployment: a stream built from the recorded
- * many_allocs payloads (one job, one deployment, every allocation placed, then running), replayed
- * by FakeNomad over loopback on a VirtualClock, followed by createSupervisor through the real
- * event stream, client, job cache and health machines. Beside it, in the same run, a bare
- * JSON.parse of the same lines.
+ * The whole supervisor under a 10,000-allocation deployment (bench/supervisor-input.ts: one job,
+ * one deployment, every allocation placed, then running), served by FakeNomad over loopback from
+ * its own process (bench/supervisor-server.ts, as a real Nomad is) and followed by
+ * createSupervisor on a VirtualClock through the real event stream, client, job cache and health
+ * machines. Beside it, in the same run, a bare JSON.parse of the same lines.
  *
  * - placement: every pending allocation published at once; events/s until all are supervised.
- * - FakeNomad shares this process: the time its replay spends parsing and applying lines (inside
- *   the clock advances) is measured and taken out; its socket writes are not.
- * - heap: bytes per supervised allocation once all are tracked (FakeNomad's own copy of the same
- *   state, measured alone first, subtracted).
- * - running: one batch of 100 running updates at a time, each already past min_healthy_time, so
- *   the update completes health; latency from FakeNomad publishing the batch to the verdict.
+ * - heap: bytes per supervised allocation once all are tracked (FakeNomad is not in this process).
+ * - running: one batch of running updates at a time, each completing its allocations' health;
+ *   latency from FakeNomad publishing the batch to each verdict (wall clocks of one machine).
+ * - CPU: this process's CPU time per event, beside JSON.parse's.
  *
  *   npx tsx bench/supervisor.ts [--allocations 10000] [--batch 100]
  */
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { createInterface } from 'node:readline';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { join } from 'node:path';
 import { VirtualClock, settle } from '../src/clock/index.js';
 import { NomadClient } from '../src/nomad/client.js';
 import { createSupervisor } from '../src/supervisor/index.js';
-import { FakeNomad } from '../src/testing/fakeNomad.js';
-import { parseLossless, stringifyLossless } from '../src/testing/losslessJson.js';
-import { isHeartbeatLine, readScenario, type RecordedLine } from '../src/testing/recording.js';
+import { benchStream } from './supervisor-input.js';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number): number => {
@@ -41,198 +39,111 @@ function heapUsed(): number {
   gc();
   return process.memoryUsage().heapUsed;
 }
-
-type Json = Record<string, unknown>;
-interface Event {
-  Topic: string;
-  Type: string;
-  Key: string;
-  Namespace: string;
-  FilterKeys: string[];
-  Index: number;
-  Payload: Json;
-}
-
-// Templates: the recorded many_allocs job, deployment and one allocation pending, then running.
-const scenario = readScenario(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs'));
-const recorded = scenario.stream.filter((line) => !isHeartbeatLine(line)).flatMap((line) => (parseLossless(line.raw) as unknown as { Events: Event[] }).Events);
-const find = (test: (event: Event) => boolean): Event => {
-  const event = recorded.find(test);
-  if (!event) throw new Error('template missing from the many_allocs recording');
-  return event;
+const wallNow = (): number => performance.timeOrigin + performance.now();
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 };
-const allocOf = (event: Event): Json => event.Payload.Allocation as Json;
-const jobTemplate = find((e) => e.Topic === 'Job' && e.Type === 'JobRegistered').Payload.Job as Json;
-const deploymentTemplate = find((e) => e.Topic === 'Deployment').Payload.Deployment as Json;
-const pendingTemplate = allocOf(find((e) => e.Topic === 'Allocation' && allocOf(e).ClientStatus === 'pending'));
-const runningTemplate = allocOf(find((e) => e.Topic === 'Allocation' && allocOf(e).ClientStatus === 'running'));
 
-const START = Date.parse(scenario.meta.stream_opened_at);
-const RUNNING_AT = 10_000;
-const jobId = 'bench-allocs';
-const deploymentId = 'bench-0000-0000-0000-deployment0';
-const allocId = (i: number): string => `${i.toString(16).padStart(8, '0')}-bench-4000-8000-000000000000`;
-const iso = (ms: number): string => new Date(ms).toISOString();
+const stream = benchStream(ALLOCATIONS, BATCH);
 
-function buildLines(): { lines: RecordedLine[]; events: number; placementLines: number } {
-  let index = 1_000;
-  const lines: RecordedLine[] = [];
-  let events = 0;
-  const push = (t: number, batch: Event[]): void => {
-    lines.push({ t, raw: stringifyLossless({ Events: batch, Index: index }) });
-    events += batch.length;
-  };
-  const event = (Topic: string, Type: string, Key: string, FilterKeys: string[], Payload: Json): Event => ({
-    Topic, Type, Key, Namespace: 'default', FilterKeys, Index: index, Payload,
-  });
-  const group = (jobTemplate.TaskGroups as Json[])[0]!;
-  const job = {
-    ...jobTemplate,
-    ID: jobId,
-    Name: jobId,
-    JobModifyIndex: index,
-    ModifyIndex: index,
-    CreateIndex: index,
-    TaskGroups: [{ ...group, Count: ALLOCATIONS }],
-  };
-  push(0, [event('Job', 'JobRegistered', jobId, [], { Job: job })]);
-  index++;
-  const deployment = {
-    ...deploymentTemplate,
-    ID: deploymentId,
-    JobID: jobId,
-    JobVersion: 0,
-    TaskGroups: { app: { ...(deploymentTemplate.TaskGroups as Json).app as Json, DesiredTotal: ALLOCATIONS } },
-  };
-  for (let first = 0; first < ALLOCATIONS; first += BATCH, index++) {
-    const batch: Event[] = first === 0 ? [event('Deployment', 'PlanResult', deploymentId, [jobId], { Deployment: deployment })] : [];
-    for (let i = first; i < Math.min(ALLOCATIONS, first + BATCH); i++) {
-      const alloc = { ...pendingTemplate, ID: allocId(i), Name: `${jobId}.app[${i}]`, JobID: jobId, DeploymentID: deploymentId, CreateIndex: index, ModifyIndex: index, AllocModifyIndex: index };
-      batch.push(event('Allocation', 'PlanResult', allocId(i), [jobId, deploymentId], { Allocation: alloc }));
-    }
-    push(1, batch);
-  }
-  const placementLines = lines.length;
-  const mainState = (runningTemplate.TaskStates as Record<string, Json>).main!;
-  for (let first = 0, k = 0; first < ALLOCATIONS; first += BATCH, index++, k++) {
-    const t = RUNNING_AT + k * 10;
-    // Started min_healthy_time (1s) and more before this update: the update completes health.
-    const taskStates = { main: { ...mainState, State: 'running', StartedAt: iso(START + t - 2_000) } };
-    const batch: Event[] = [];
-    for (let i = first; i < Math.min(ALLOCATIONS, first + BATCH); i++) {
-      const alloc = { ...runningTemplate, ID: allocId(i), Name: `${jobId}.app[${i}]`, JobID: jobId, DeploymentID: deploymentId, ModifyIndex: index, TaskStates: taskStates };
-      batch.push(event('Allocation', 'AllocationUpdated', allocId(i), [jobId, deploymentId], { Allocation: alloc }));
-    }
-    push(t, batch);
-  }
-  return { lines, events, placementLines };
-}
-
-const { lines, events, placementLines } = buildLines();
-
-/** Bare JSON.parse of the same lines: events per second (median of 5). */
-function parseRate(): number {
-  const runs: number[] = [];
+/** Bare JSON.parse of the same lines: events per wall second and CPU ms per event (median of 5). */
+function parseBaseline(): { eventsPerSec: number; cpuMsPerEvent: number } {
+  const runs: { rate: number; cpu: number }[] = [];
   for (let r = 0; r < 5; r++) {
-    const start = performance.now();
-    for (const line of lines) JSON.parse(line.raw);
-    runs.push(events / ((performance.now() - start) / 1000));
+    const [start, cpu] = [performance.now(), cpuMs()];
+    for (const line of stream.lines) JSON.parse(line.raw);
+    runs.push({ rate: stream.events / ((performance.now() - start) / 1000), cpu: (cpuMs() - cpu) / stream.events });
   }
-  return runs.sort((a, b) => a - b)[2]!;
-}
-
-/** FakeNomad's own memory for the placed allocations, to subtract from the supervised run. */
-async function fakeOnlyHeap(): Promise<number> {
-  const clock = new VirtualClock({ start: START });
-  const fake = await FakeNomad.start({ clock, eventBufferSize: 1_000 });
-  const before = heapUsed();
-  fake.replay(lines.slice(0, placementLines), { immediate: true });
-  const after = heapUsed();
-  await fake.close();
-  return after - before;
+  const median = <T>(values: T[], key: (v: T) => number): number => values.map(key).sort((a, b) => a - b)[2]!;
+  return { eventsPerSec: median(runs, (r) => r.rate), cpuMsPerEvent: median(runs, (r) => r.cpu) };
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
   for (let turns = 0; !condition(); turns++) {
-    if (turns > 5_000_000) throw new Error(`bench stalled waiting for ${what}`);
+    if (turns > 10_000_000) throw new Error(`bench stalled waiting for ${what}`);
     await settle(1);
   }
 }
 
-const parseEventsPerSec = parseRate();
-const fakeHeap = await fakeOnlyHeap();
+const baseline = parseBaseline();
 
-const clock = new VirtualClock({ start: START });
-const fake = await FakeNomad.start({ clock, eventBufferSize: 1_000 });
-const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false });
+// FakeNomad in its own process; each `advance(t)` makes it publish what is due by stream time t.
+const server = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'supervisor-server.ts'), String(ALLOCATIONS), String(BATCH)], {
+  stdio: ['pipe', 'pipe', 'inherit'],
+});
+const replies = createInterface({ input: server.stdout })[Symbol.asyncIterator]();
+const address = (await replies.next()).value as string;
+async function publish(t: number): Promise<number> {
+  server.stdin.write(`${t}\n`);
+  return Number((await replies.next()).value);
+}
+
+const clock = new VirtualClock({ start: stream.start });
+const nomad = new NomadClient({ address }, { clock, gzip: false });
 const supervisor = createSupervisor({ nomad, clock, historySize: ALLOCATIONS });
 let verdicts = 0;
 const verdictAt = new Map<string, number>();
 supervisor.verdicts$.subscribe((record) => {
   verdicts++;
-  verdictAt.set(record.alloc.allocId, performance.now());
-});
-const publishedAt = new Map<string, number>();
-fake.broker.listen((batch) => {
-  const now = performance.now();
-  for (const event of batch.Events) if (event.Topic === 'Allocation') publishedAt.set(event.Key, now);
+  verdictAt.set(record.alloc.allocId, wallNow());
 });
 await until(() => JSON.stringify(supervisor.actor.getSnapshot().value) === '{"running":"streaming"}', 'the stream');
-
+await publish(0);
 const heapBefore = heapUsed();
-fake.replay(lines);
-await until(() => supervisor.supervised === 0 && fake.cluster.job(jobId) !== undefined, 'the job');
-/** Advances the clock, returning how long FakeNomad's replay took (parsing and applying its lines, in this process). */
-function advanceTo(time: number): number {
-  const start = performance.now();
-  clock.advanceTo(time);
-  return performance.now() - start;
-}
 
-const placementStart = performance.now();
-let fakeMs = advanceTo(START + 1);
+const placement = { start: performance.now(), cpu: cpuMs() };
+clock.advanceTo(stream.start + 1);
+await publish(1);
 await until(() => supervisor.supervised === ALLOCATIONS, 'every allocation supervised');
-const placementSeconds = (performance.now() - placementStart - fakeMs) / 1000;
-const heapPerAllocation = (heapUsed() - heapBefore - fakeHeap) / ALLOCATIONS;
+const placementSeconds = (performance.now() - placement.start) / 1000;
+const placementCpuMs = cpuMs() - placement.cpu;
+const heapPerAllocation = (heapUsed() - heapBefore) / ALLOCATIONS;
 
-const runningStart = performance.now();
-const placementFakeMs = fakeMs;
-fakeMs = 0;
+const latencies: number[] = [];
+const running = { start: performance.now(), cpu: cpuMs() };
 for (let k = 0; k * BATCH < ALLOCATIONS; k++) {
-  fakeMs += advanceTo(START + RUNNING_AT + k * 10);
+  const t = stream.runningAt + k * 10;
+  clock.advanceTo(stream.start + t);
+  const publishedAt = await publish(t);
   const expected = Math.min(ALLOCATIONS, (k + 1) * BATCH);
   await until(() => verdicts >= expected, `verdicts of batch ${k}`);
+  for (let i = k * BATCH; i < expected; i++) {
+    const id = `${i.toString(16).padStart(8, '0')}-bench-4000-8000-000000000000`;
+    latencies.push((verdictAt.get(id) ?? publishedAt) - publishedAt);
+  }
 }
-const runningSeconds = (performance.now() - runningStart - fakeMs) / 1000;
-const latencies = [...verdictAt].map(([id, at]) => at - (publishedAt.get(id) ?? at)).sort((a, b) => a - b);
-const percentile = (p: number): number => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
+const runningSeconds = (performance.now() - running.start) / 1000;
+const runningCpuMs = cpuMs() - running.cpu;
+latencies.sort((a, b) => a - b);
+const percentile = (p: number): number => Number(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!.toFixed(2));
 
 await supervisor.stop();
 await nomad.close();
-await fake.close();
+server.stdin.end();
 
-const placementEventsPerSec = (ALLOCATIONS + 1) / placementSeconds;
-const runningEventsPerSec = ALLOCATIONS / runningSeconds;
+const placementEvents = ALLOCATIONS + 1;
+const round = (value: number, digits = 4): number => Number(value.toFixed(digits));
 console.log(
   JSON.stringify(
     {
       bench: 'supervisor',
       allocations: ALLOCATIONS,
       batch: BATCH,
-      streamEvents: events,
+      streamEvents: stream.events,
       supervisor: {
-        placementEventsPerSec: Math.round(placementEventsPerSec),
-        runningEventsPerSec: Math.round(runningEventsPerSec),
+        placementEventsPerSec: Math.round(placementEvents / placementSeconds),
+        runningEventsPerSec: Math.round(ALLOCATIONS / runningSeconds),
+        cpuMsPerEvent: { placement: round(placementCpuMs / placementEvents), running: round(runningCpuMs / ALLOCATIONS) },
         heapBytesPerSupervisedAllocation: Math.round(heapPerAllocation),
-        verdictLatencyMs: { p50: Number(percentile(50).toFixed(2)), p99: Number(percentile(99).toFixed(2)), max: Number(latencies.at(-1)!.toFixed(2)) },
+        verdictLatencyMs: { p50: percentile(50), p99: percentile(99), max: percentile(100) },
         verdicts,
       },
-      baseline: { jsonParseEventsPerSec: Math.round(parseEventsPerSec), fakeNomadHeapBytesPerAllocation: Math.round(fakeHeap / ALLOCATIONS) },
-      // FakeNomad runs in this process; its synchronous replay work is taken out of the timings.
-      excludedFakeNomadMs: { placement: Math.round(placementFakeMs), running: Math.round(fakeMs) },
+      baseline: { jsonParseEventsPerSec: Math.round(baseline.eventsPerSec), jsonParseCpuMsPerEvent: round(baseline.cpuMsPerEvent) },
       ratios: {
-        placementVsJsonParse: Number((placementEventsPerSec / parseEventsPerSec).toFixed(4)),
-        runningVsJsonParse: Number((runningEventsPerSec / parseEventsPerSec).toFixed(4)),
+        placementVsJsonParse: round(placementEvents / placementSeconds / baseline.eventsPerSec),
+        runningVsJsonParse: round(ALLOCATIONS / runningSeconds / baseline.eventsPerSec),
+        cpuPerEventVsJsonParse: { placement: round(placementCpuMs / placementEvents / baseline.cpuMsPerEvent, 2), running: round(runningCpuMs / ALLOCATIONS / baseline.cpuMsPerEvent, 2) },
       },
     },
     null,
