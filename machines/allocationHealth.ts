@@ -105,6 +105,13 @@ const verdicts = [
   { guard: 'deadlinePassed', target: 'unhealthy', actions: 'judgeDeadline' },
 ] as const;
 
+/** What the waiting states do with an event: record it (final states record nothing, so never change). */
+const recording = {
+  'alloc.update': { actions: 'recordAllocation' },
+  'checks.update': { actions: 'recordChecks' },
+  tick: { actions: 'recordTime' },
+} as const;
+
 export const allocationHealthMachine = healthSetup.createMachine({
   id: 'allocationHealth',
   context: ({ input }) => {
@@ -122,14 +129,10 @@ export const allocationHealthMachine = healthSetup.createMachine({
     };
     return { ...context, checksPassingSince: passingSince(context, input.now) };
   },
-  on: {
-    'alloc.update': { actions: 'recordAllocation' },
-    'checks.update': { actions: 'recordChecks' },
-    tick: { actions: 'recordTime' },
-  },
   initial: 'pending',
   states: {
     pending: {
+      on: recording,
       always: [
         ...verdicts,
         { guard: 'allReady', target: 'minHealthyWait' },
@@ -137,6 +140,7 @@ export const allocationHealthMachine = healthSetup.createMachine({
       ],
     },
     running: {
+      on: recording,
       always: [
         ...verdicts,
         { guard: 'allReady', target: 'minHealthyWait' },
@@ -144,6 +148,7 @@ export const allocationHealthMachine = healthSetup.createMachine({
       ],
     },
     minHealthyWait: {
+      on: recording,
       always: [
         ...verdicts,
         { guard: and([not('allReady'), 'someTaskRunning']), target: 'running' },
