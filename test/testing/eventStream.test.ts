@@ -1,37 +1,31 @@
-import { VirtualClock, settle } from '../../src/clock/index.js';
+import { settle } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { call, serviceJob } from './helpers.js';
+import { call, serviceJob, useFake } from './helpers.js';
 import { openStream } from './streamClient.js';
 
 describe('FakeNomad event stream', () => {
-  let clock: VirtualClock;
-  let fake: FakeNomad;
-  beforeEach(async () => {
-    clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 17) });
-    fake = await FakeNomad.start({ clock });
-  });
-  afterEach(() => fake.close());
+  const env = useFake();
 
   it('sends {} at once and every 30 s on its clock', async () => {
-    const stream = await openStream(fake, '');
+    const stream = await openStream(env.fake, '');
     await settle(5);
     expect(stream.status).toBe(200);
     expect(stream.headers['content-type']).toBe('application/json');
     expect(stream.lines).toEqual(['{}']);
-    clock.advance(29_999);
+    env.clock.advance(29_999);
     await settle(5);
     expect(stream.lines).toEqual(['{}']);
-    clock.advance(1);
+    env.clock.advance(1);
     await settle(5);
     expect(stream.lines).toEqual(['{}', '{}']);
     stream.close();
   });
 
   it('publishes a registration and a placement as Nomad 1.1.2 does', async () => {
-    const stream = await openStream(fake, '?topic=Job&topic=Evaluation&topic=Allocation&topic=Deployment');
+    const stream = await openStream(env.fake, '?topic=Job&topic=Evaluation&topic=Allocation&topic=Deployment');
     await settle(5);
-    const { job } = fake.cluster.registerJob(serviceJob('web'));
-    const [alloc] = fake.cluster.placeAllocations('web');
+    const { job } = env.fake.cluster.registerJob(serviceJob('web'));
+    const [alloc] = env.fake.cluster.placeAllocations('web');
     await settle(10);
     const batches = stream.dataLines();
     // The registration is two lines at one index: the Job, then its evaluation.
@@ -50,11 +44,11 @@ describe('FakeNomad event stream', () => {
   });
 
   it('filters by topic key and namespace', async () => {
-    fake.cluster.registerJob(serviceJob('web'));
-    fake.cluster.registerJob(serviceJob('api'));
-    fake.cluster.registerJob(serviceJob('other', { Namespace: 'team' }));
-    const stream = await openStream(fake, '?index=1&topic=Job:api');
-    const others = await openStream(fake, '?index=1&topic=Job&namespace=team');
+    env.fake.cluster.registerJob(serviceJob('web'));
+    env.fake.cluster.registerJob(serviceJob('api'));
+    env.fake.cluster.registerJob(serviceJob('other', { Namespace: 'team' }));
+    const stream = await openStream(env.fake, '?index=1&topic=Job:api');
+    const others = await openStream(env.fake, '?index=1&topic=Job&namespace=team');
     await settle(10);
     expect(stream.dataLines().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['api']);
     expect(others.dataLines().flatMap((b) => b.Events.map((e) => e.Key))).toEqual(['other']);
@@ -63,7 +57,7 @@ describe('FakeNomad event stream', () => {
   });
 
   it('starts at the closest batch: whole buffer for an old index, the newest batch for a future one', async () => {
-    const small = await FakeNomad.start({ clock, eventBufferSize: 3 });
+    const small = await FakeNomad.start({ clock: env.clock, eventBufferSize: 3 });
     for (const id of ['a', 'b', 'c', 'd']) small.cluster.registerJob(serviceJob(id));
     const indexes = small.broker.buffered().map((b) => b.Index);
     const old = await openStream(small, '?index=1');
@@ -79,10 +73,10 @@ describe('FakeNomad event stream', () => {
   });
 
   it('answers bad index and topic with Nomad 400 texts', async () => {
-    const badIndex = await call(fake.address, 'GET', '/v1/event/stream?index=abc');
+    const badIndex = await call(env.fake.address, 'GET', '/v1/event/stream?index=abc');
     expect(badIndex.status).toBe(400);
     expect(badIndex.text).toBe('Unable to parse index: strconv.Atoi: parsing "abc": invalid syntax');
-    const badTopic = await call(fake.address, 'GET', '/v1/event/stream?topic=Job:a:b');
+    const badTopic = await call(env.fake.address, 'GET', '/v1/event/stream?topic=Job:a:b');
     expect(badTopic.text).toBe('Invalid topic query: error parsing topics: Invalid key value pair for topic, topic: Job:a:b');
   });
 });

@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { request } from 'undici';
+import { VirtualClock } from '../../src/clock/index.js';
+import { FakeNomad, type FakeNomadOptions } from '../../src/testing/fakeNomad.js';
 
 export const FIXTURES = join(__dirname, '..', 'fixtures', 'nomad-1.1.2');
 
@@ -32,5 +34,19 @@ export function serviceJob(id: string, fields: Record<string, unknown> = {}): Re
       Tasks: [{ Name: 'main', Driver: 'raw_exec', Config: { command: '/bin/sh' }, Resources: { CPU: 20, MemoryMB: 16 } }],
     }],
     ...fields,
+  };
+}
+
+/** A fresh FakeNomad on a fresh VirtualClock for every test of the enclosing describe. */
+export function useFake(options: Omit<FakeNomadOptions, 'clock'> = {}, start = Date.UTC(2026, 10, 29, 17)): { readonly fake: FakeNomad; readonly clock: VirtualClock } {
+  const current: { fake?: FakeNomad; clock?: VirtualClock } = {};
+  beforeEach(async () => {
+    current.clock = new VirtualClock({ start });
+    current.fake = await FakeNomad.start({ ...options, clock: current.clock });
+  });
+  afterEach(() => current.fake?.close());
+  return {
+    get fake() { return current.fake!; },
+    get clock() { return current.clock!; },
   };
 }

@@ -4,13 +4,11 @@
  * in each) as the recording, and the objects read back follow the scripted changes.
  */
 import { join } from 'node:path';
-import { VirtualClock } from '../../src/clock/index.js';
-import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { parseLossless } from '../../src/testing/losslessJson.js';
 import { isHeartbeatLine, readScenario } from '../../src/testing/recording.js';
 import { parseJobHcl } from '../../src/testing/nomad/hcl.js';
 import type { EventBatch } from '../../src/testing/nomad/eventBroker.js';
-import { FIXTURES, call, serviceJob } from './helpers.js';
+import { FIXTURES, call, serviceJob, useFake } from './helpers.js';
 
 /** Each batch as the sorted list of its events' Topic:Type. */
 function kinds(batches: readonly Pick<EventBatch, 'Events'>[]): string[][] {
@@ -31,25 +29,19 @@ function scenarioJob(name: string): Record<string, unknown> {
 }
 
 describe('FakeNomad scripting API', () => {
-  let clock: VirtualClock;
-  let fake: FakeNomad;
-  beforeEach(async () => {
-    clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 17) });
-    fake = await FakeNomad.start({ clock });
-  });
-  afterEach(() => fake.close());
+  const env = useFake();
 
-  const published = (): string[][] => kinds(fake.broker.buffered());
+  const published = (): string[][] => kinds(env.fake.broker.buffered());
 
   it('healthy_task_states: register, place, run, healthy, successful, purge: the recorded batches', () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(scenarioJob('healthy_task_states'));
     const allocs = cluster.placeAllocations('healthy-task-states');
     const ids = allocs.map((a) => a.ID);
     cluster.batch(() => ids.forEach((id) => cluster.receiveAllocation(id)));
-    clock.advance(250);
+    env.clock.advance(250);
     cluster.batch(() => ids.forEach((id) => cluster.startTask(id)));
-    clock.advance(2000);
+    env.clock.advance(2000);
     cluster.batch(() => ids.forEach((id) => cluster.setAllocHealth(id, true)));
     cluster.setDeploymentStatus(allocs[0]!.DeploymentID!, 'successful');
     cluster.deregisterJob('healthy-task-states', { purge: true });
@@ -58,7 +50,7 @@ describe('FakeNomad scripting API', () => {
   });
 
   it('stopped_while_waiting: a stop, the kill, then a purge: the recorded batches', () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(scenarioJob('stopped_while_waiting'));
     const [alloc] = cluster.placeAllocations('stopped-while-waiting');
     cluster.receiveAllocation(alloc!.ID);
@@ -75,7 +67,7 @@ describe('FakeNomad scripting API', () => {
   });
 
   it('placement_failure: blocked evaluation, deployment anyway, cancelled on purge: the recorded batches', () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(scenarioJob('placement_failure'));
     const { evaluation, blocked } = cluster.failPlacement('placement-failure');
     expect(evaluation).toMatchObject({ Status: 'complete', BlockedEval: blocked.ID, FailedTGAllocs: { app: { DimensionExhausted: { memory: 1 } } } });
@@ -86,15 +78,15 @@ describe('FakeNomad scripting API', () => {
   });
 
   it('moves tasks through states with their events, restarts and failures', () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(serviceJob('web', { TaskGroups: [{ Name: 'app', Count: 1, Tasks: [{ Name: 'main', Driver: 'raw_exec' }, { Name: 'side', Driver: 'raw_exec' }] }] }));
     const [alloc] = cluster.placeAllocations('web');
     const id = alloc!.ID;
     expect(cluster.receiveAllocation(id)).toMatchObject({ ClientStatus: 'pending', ClientDescription: 'No tasks have started' });
-    clock.advance(1000);
+    env.clock.advance(1000);
     const started = cluster.startTask(id, 'main');
     expect(started.ClientStatus).toBe('running');
-    expect(Date.parse(started.TaskStates!.main!.StartedAt!)).toBe(clock.now());
+    expect(Date.parse(started.TaskStates!.main!.StartedAt!)).toBe(env.clock.now());
     expect(started.TaskStates!.side!.State).toBe('pending');
     const restarted = cluster.failTask(id, 'main', { exitCode: 2, restartDelayMs: 1500 });
     expect(restarted.TaskStates!.main).toMatchObject({ State: 'pending', Restarts: 1, Failed: false });
@@ -109,21 +101,21 @@ describe('FakeNomad scripting API', () => {
   });
 
   it('embeds the job version an allocation runs in GET /v1/allocation/:id', async () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(serviceJob('web'));
     const [v0] = cluster.placeAllocations('web', { count: 1 });
     cluster.registerJob(serviceJob('web', { Meta: { v: '2' } }));
     const [v1] = cluster.placeAllocations('web', { count: 1 });
-    const read = async (id: string) => parseLossless((await call(fake.address, 'GET', `/v1/allocation/${id}`)).text) as { Job: { Version: number; Meta: unknown; TaskGroups: { Tasks: { Name: string }[] }[] } };
+    const read = async (id: string) => parseLossless((await call(env.fake.address, 'GET', `/v1/allocation/${id}`)).text) as { Job: { Version: number; Meta: unknown; TaskGroups: { Tasks: { Name: string }[] }[] } };
     expect((await read(v0!.ID)).Job.Version).toBe(0);
     expect((await read(v1!.ID)).Job).toMatchObject({ Version: 1, Meta: { v: '2' } });
     expect(cluster.allocation(v1!.ID)!.Job!.TaskGroups![0]!.Tasks!.map((t) => t.Name)).toEqual(['main']);
-    const stubs = parseLossless((await call(fake.address, 'GET', '/v1/job/web/allocations')).text) as { JobVersion: number }[];
+    const stubs = parseLossless((await call(env.fake.address, 'GET', '/v1/job/web/allocations')).text) as { JobVersion: number }[];
     expect(stubs.map((s) => s.JobVersion)).toEqual([0, 1]);
   });
 
   it('promotes a canary deployment: the canary flag drops, the groups are promoted', async () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(serviceJob('web', { Update: { Canary: 1, HealthCheck: 'task_states', MinHealthyTime: 1e9, HealthyDeadline: 5e9, ProgressDeadline: 10e9 } }));
     const [canary] = cluster.placeAllocations('web', { count: 1, canary: true });
     expect(canary!.DeploymentStatus).toEqual({ Canary: true, Healthy: null, ModifyIndex: canary!.CreateIndex, Timestamp: null });
@@ -131,17 +123,17 @@ describe('FakeNomad scripting API', () => {
     expect(cluster.deployment(deploymentId)).toMatchObject({ StatusDescription: 'Deployment is running but requires manual promotion', TaskGroups: { app: { PlacedCanaries: [canary!.ID], DesiredCanaries: 1 } } });
     cluster.setAllocHealth(canary!.ID, true);
     expect(cluster.deployment(deploymentId)!.TaskGroups!.app!.HealthyAllocs).toBe(1);
-    const promoted = await call(fake.address, 'POST', `/v1/deployment/promote/${deploymentId}`, { DeploymentID: deploymentId, All: true });
+    const promoted = await call(env.fake.address, 'POST', `/v1/deployment/promote/${deploymentId}`, { DeploymentID: deploymentId, All: true });
     expect(promoted.status).toBe(200);
     expect(cluster.allocation(canary!.ID)!.DeploymentStatus).toMatchObject({ Canary: false, Healthy: true });
     expect(cluster.deployment(deploymentId)).toMatchObject({ StatusDescription: 'Deployment is running', TaskGroups: { app: { Promoted: true } } });
-    const promotion = fake.broker.buffered().at(-1)!;
+    const promotion = env.fake.broker.buffered().at(-1)!;
     expect(new Set(promotion.Events.map((e) => e.Type))).toEqual(new Set(['DeploymentPromotion']));
-    expect(await call(fake.address, 'POST', '/v1/deployment/promote/nope', { DeploymentID: 'nope', All: true })).toMatchObject({ status: 404, text: 'deployment not found' });
+    expect(await call(env.fake.address, 'POST', '/v1/deployment/promote/nope', { DeploymentID: 'nope', All: true })).toMatchObject({ status: 404, text: 'deployment not found' });
   });
 
   it('creates and updates evaluations, and marks deployments failed with the watcher evaluation', () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(serviceJob('web'));
     const [alloc] = cluster.placeAllocations('web', { count: 1 });
     const delayed = cluster.createEvaluation('web', { TriggeredBy: 'alloc-failure', Status: 'pending', WaitUntil: '2026-11-29T17:00:30Z', StatusDescription: 'created for delayed rescheduling' });
@@ -150,18 +142,18 @@ describe('FakeNomad scripting API', () => {
     expect(cluster.updateEvaluation(delayed.ID, { Status: 'complete' }).Status).toBe('complete');
     const failed = cluster.setDeploymentStatus(alloc!.DeploymentID!, 'failed', 'Failed due to progress deadline');
     expect(failed).toMatchObject({ Status: 'failed', StatusDescription: 'Failed due to progress deadline' });
-    const last = fake.broker.buffered().slice(-2);
+    const last = env.fake.broker.buffered().slice(-2);
     expect(kinds(last)).toEqual([['Deployment:DeploymentStatusUpdate', 'Evaluation:DeploymentStatusUpdate'], ['Evaluation:EvaluationUpdated']]);
     expect(() => cluster.updateEvaluation('nope', {})).toThrow('eval not found');
   });
 
   it('groups changes into one raft index with batch()', () => {
-    const { cluster } = fake;
+    const { cluster } = env.fake;
     cluster.registerJob(serviceJob('web'));
     const allocs = cluster.placeAllocations('web');
     const before = cluster.index;
     cluster.batch(() => allocs.forEach((a) => cluster.receiveAllocation(a.ID)));
     expect(cluster.index).toBe(before + 1);
-    expect(fake.broker.buffered().at(-1)!.Events.map((e) => e.Key).sort()).toEqual(allocs.map((a) => a.ID).sort());
+    expect(env.fake.broker.buffered().at(-1)!.Events.map((e) => e.Key).sort()).toEqual(allocs.map((a) => a.ID).sort());
   });
 });

@@ -6,64 +6,58 @@ import { gunzipSync } from 'node:zlib';
 import { Agent, request } from 'undici';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { call, serviceJob } from './helpers.js';
+import { call, serviceJob, useFake } from './helpers.js';
 import { openStream } from './streamClient.js';
 
 describe('FakeNomad HTTP server', () => {
-  let clock: VirtualClock;
-  let fake: FakeNomad;
-  beforeEach(async () => {
-    clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 17) });
-    fake = await FakeNomad.start({ clock });
-  });
-  afterEach(() => fake.close());
+  const env = useFake();
 
   it('listens on loopback and reports itself as a 1.1.2 leader with its raft index', async () => {
-    expect(fake.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    fake.cluster.registerJob(serviceJob('web'));
-    const self = JSON.parse((await call(fake.address, 'GET', '/v1/agent/self')).text) as { config: { Version: { Version: string } }; stats: { raft: { last_log_index: string } } };
+    expect(env.fake.address).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    env.fake.cluster.registerJob(serviceJob('web'));
+    const self = JSON.parse((await call(env.fake.address, 'GET', '/v1/agent/self')).text) as { config: { Version: { Version: string } }; stats: { raft: { last_log_index: string } } };
     expect(self.config.Version.Version).toBe('1.1.2');
-    expect(self.stats.raft.last_log_index).toBe(String(fake.cluster.index));
-    expect((await call(fake.address, 'GET', '/v1/status/leader')).text).toBe('"127.0.0.1:4647"');
+    expect(self.stats.raft.last_log_index).toBe(String(env.fake.cluster.index));
+    expect((await call(env.fake.address, 'GET', '/v1/status/leader')).text).toBe('"127.0.0.1:4647"');
   });
 
   it('blocks a query until its index moves, then answers at once', async () => {
-    fake.cluster.registerJob(serviceJob('web'));
-    const first = await call(fake.address, 'GET', '/v1/job/web/allocations');
+    env.fake.cluster.registerJob(serviceJob('web'));
+    const first = await call(env.fake.address, 'GET', '/v1/job/web/allocations');
     const index = Number(first.headers['x-nomad-index']);
     let answer: Awaited<ReturnType<typeof call>> | undefined;
-    void call(fake.address, 'GET', `/v1/job/web/allocations?index=${index}&wait=1m`).then((a) => (answer = a));
+    void call(env.fake.address, 'GET', `/v1/job/web/allocations?index=${index}&wait=1m`).then((a) => (answer = a));
     await settle(20);
-    clock.advance(30_000);
+    env.clock.advance(30_000);
     await settle(20);
     expect(answer).toBeUndefined();
-    const [alloc] = fake.cluster.placeAllocations('web', { count: 1 });
+    const [alloc] = env.fake.cluster.placeAllocations('web', { count: 1 });
     await settle(20);
     expect(answer?.status).toBe(200);
     expect(Number(answer!.headers['x-nomad-index'])).toBeGreaterThan(index);
     expect((JSON.parse(answer!.text) as { ID: string }[]).map((a) => a.ID)).toEqual([alloc!.ID]);
-    expect(await call(fake.address, 'GET', '/v1/allocations?index=x')).toMatchObject({ status: 400, text: 'Invalid index' });
-    expect(await call(fake.address, 'GET', '/v1/allocations?index=1&wait=30')).toMatchObject({ status: 400, text: 'Invalid wait time' });
+    expect(await call(env.fake.address, 'GET', '/v1/allocations?index=x')).toMatchObject({ status: 400, text: 'Invalid index' });
+    expect(await call(env.fake.address, 'GET', '/v1/allocations?index=1&wait=30')).toMatchObject({ status: 400, text: 'Invalid wait time' });
   });
 
   it('lists by prefix and namespace', async () => {
-    fake.cluster.registerJob(serviceJob('web-a'));
-    fake.cluster.registerJob(serviceJob('web-b'));
-    fake.cluster.registerJob(serviceJob('api'));
-    fake.cluster.registerJob(serviceJob('web-c', { Namespace: 'team' }));
-    const ids = async (path: string) => (JSON.parse((await call(fake.address, 'GET', path)).text) as { ID: string }[]).map((j) => j.ID);
+    env.fake.cluster.registerJob(serviceJob('web-a'));
+    env.fake.cluster.registerJob(serviceJob('web-b'));
+    env.fake.cluster.registerJob(serviceJob('api'));
+    env.fake.cluster.registerJob(serviceJob('web-c', { Namespace: 'team' }));
+    const ids = async (path: string) => (JSON.parse((await call(env.fake.address, 'GET', path)).text) as { ID: string }[]).map((j) => j.ID);
     expect(await ids('/v1/jobs?prefix=web')).toEqual(['web-a', 'web-b']);
     expect(await ids('/v1/jobs?namespace=team')).toEqual(['web-c']);
     expect(await ids('/v1/jobs?namespace=*&prefix=web')).toEqual(['web-a', 'web-b', 'web-c']);
   });
 
   it('gzips bodies and the event stream when asked', async () => {
-    fake.cluster.registerJob(serviceJob('web'));
-    const response = await request(`${fake.address}/v1/jobs`, { headers: { 'accept-encoding': 'gzip' } });
+    env.fake.cluster.registerJob(serviceJob('web'));
+    const response = await request(`${env.fake.address}/v1/jobs`, { headers: { 'accept-encoding': 'gzip' } });
     expect(response.headers['content-encoding']).toBe('gzip');
     const body = gunzipSync(Buffer.from(await response.body.arrayBuffer())).toString();
     expect((JSON.parse(body) as { ID: string }[])[0]!.ID).toBe('web');
-    const stream = await request(`${fake.address}/v1/event/stream?index=1`, { headers: { 'accept-encoding': 'gzip' } });
+    const stream = await request(`${env.fake.address}/v1/event/stream?index=1`, { headers: { 'accept-encoding': 'gzip' } });
     expect(stream.headers['content-encoding']).toBe('gzip');
     const chunks: Buffer[] = [];
     stream.body.on('data', (c: Buffer) => chunks.push(c));
@@ -78,9 +72,9 @@ describe('FakeNomad HTTP server', () => {
   });
 
   it('filters namespace "*" on the stream as 1.1.2 does, or as later Nomad does when asked', async () => {
-    fake.cluster.registerJob(serviceJob('web'));
-    const old = await openStream(fake, '?index=1&namespace=*');
-    const wildcard = await FakeNomad.start({ clock, namespaceWildcard: true });
+    env.fake.cluster.registerJob(serviceJob('web'));
+    const old = await openStream(env.fake, '?index=1&namespace=*');
+    const wildcard = await FakeNomad.start({ clock: env.clock, namespaceWildcard: true });
     wildcard.cluster.registerJob(serviceJob('web'));
     wildcard.cluster.registerJob(serviceJob('api', { Namespace: 'team' }));
     const all = await openStream(wildcard, '?index=1&namespace=*');
@@ -94,19 +88,15 @@ describe('FakeNomad HTTP server', () => {
 });
 
 describe('FakeNomad ACL token', () => {
-  let fake: FakeNomad;
-  beforeEach(async () => {
-    fake = await FakeNomad.start({ clock: new VirtualClock(), token: 's3cret-token' });
-  });
-  afterEach(() => fake.close());
+  const env = useFake({ token: 's3cret-token' });
 
   it('answers 403 as Nomad does, never echoing the token', async () => {
-    expect(await call(fake.address, 'GET', '/v1/jobs')).toMatchObject({ status: 403, text: 'Permission denied' });
-    const wrong = await call(fake.address, 'GET', '/v1/jobs', undefined, { 'x-nomad-token': 'guess' });
+    expect(await call(env.fake.address, 'GET', '/v1/jobs')).toMatchObject({ status: 403, text: 'Permission denied' });
+    const wrong = await call(env.fake.address, 'GET', '/v1/jobs', undefined, { 'x-nomad-token': 'guess' });
     expect(wrong).toMatchObject({ status: 403, text: 'ACL token not found' });
-    expect(await call(fake.address, 'GET', '/v1/jobs', undefined, { 'x-nomad-token': 's3cret-token' })).toMatchObject({ status: 200 });
+    expect(await call(env.fake.address, 'GET', '/v1/jobs', undefined, { 'x-nomad-token': 's3cret-token' })).toMatchObject({ status: 200 });
     // Nomad 1.1.2 answers an unauthorised stream with a 500.
-    expect(await call(fake.address, 'GET', '/v1/event/stream')).toMatchObject({ status: 500, text: 'Permission denied' });
+    expect(await call(env.fake.address, 'GET', '/v1/event/stream')).toMatchObject({ status: 500, text: 'Permission denied' });
   });
 });
 

@@ -18,7 +18,7 @@ import {
 
 export type { TaskEventInput } from './objects.js';
 
-type Table = 'jobs' | 'job_version' | 'job_summary' | 'allocs' | 'evals' | 'deployment';
+export type Table = 'jobs' | 'job_version' | 'job_summary' | 'allocs' | 'evals' | 'deployment';
 
 export interface RegisterOptions {
   namespace?: string;

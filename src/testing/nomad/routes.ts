@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockingContext } from './blocking.js';
 import { parseBlocking, waitForIndex } from './blocking.js';
-import type { ClusterState } from './clusterState.js';
+import type { ClusterState, Table } from './clusterState.js';
 import { NomadApiError } from './errors.js';
 import { decodeBody } from './goJson.js';
 import { parseJobHcl } from './hcl.js';
@@ -51,8 +51,21 @@ function listOptions(ctx: RouteContext): { namespace: string; prefix: string } {
   return { namespace: ctx.url.searchParams.get('namespace') || 'default', prefix: ctx.url.searchParams.get('prefix') ?? '' };
 }
 
-function found(value: unknown, index: () => number, notFound: string, tableIndex: number): QueryResult {
-  return value === undefined ? { index: tableIndex, notFound } : { index: index(), value };
+/** A list endpoint: the table's index and whatever `read` lists. */
+function listRoute(pattern: RegExp, table: Table, read: (ctx: RouteContext) => unknown): Route {
+  return { methods: GET, pattern, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex(table), value: read(ctx) })) };
+}
+
+/** A single-object endpoint: the object's ModifyIndex, or Nomad's 404 text with the table's index. */
+function objectRoute(pattern: RegExp, table: Table, notFound: string, read: (ctx: RouteContext, id: string) => { ModifyIndex?: unknown } | undefined): Route {
+  return {
+    methods: GET,
+    pattern,
+    handler: (ctx) => query(ctx, () => {
+      const object = read(ctx, decodeURIComponent(ctx.params[0]!));
+      return object === undefined ? { index: ctx.cluster.tableIndex(table), notFound } : { index: Number(object.ModifyIndex), value: object };
+    }),
+  };
 }
 
 async function writeBody(ctx: RouteContext): Promise<JsonObject> {
@@ -87,7 +100,7 @@ function jobId(ctx: RouteContext): string {
 }
 
 export const ROUTES: readonly Route[] = [
-  { methods: GET, pattern: /^\/v1\/jobs$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('jobs'), value: ctx.cluster.listJobs(listOptions(ctx)) })) },
+  listRoute(/^\/v1\/jobs$/, 'jobs', (ctx) => ctx.cluster.listJobs(listOptions(ctx))),
   { methods: WRITE, pattern: /^\/v1\/jobs$/, handler: (ctx) => register(ctx) },
   {
     methods: WRITE,
@@ -109,36 +122,14 @@ export const ROUTES: readonly Route[] = [
         : { index, value: { Diffs: null, Index: index, KnownLeader: true, LastContact: 0, Versions: versions } };
     }),
   },
-  {
-    methods: GET,
-    pattern: /^\/v1\/job\/([^/]+)\/allocations$/,
-    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('allocs'), value: ctx.cluster.listAllocations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) }) })),
-  },
-  {
-    methods: GET,
-    pattern: /^\/v1\/job\/([^/]+)\/evaluations$/,
-    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('evals'), value: ctx.cluster.listEvaluations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) }) })),
-  },
-  {
-    methods: GET,
-    pattern: /^\/v1\/job\/([^/]+)\/deployments$/,
-    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('deployment'), value: ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) }) })),
-  },
-  {
-    methods: GET,
-    pattern: /^\/v1\/job\/([^/]+)\/deployment$/,
-    handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('deployment'), value: ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })[0] ?? null })),
-  },
-  {
-    methods: GET,
-    pattern: /^\/v1\/job\/([^/]+)$/,
-    handler: (ctx) => query(ctx, () => {
-      const versionText = ctx.url.searchParams.get('version');
-      const version = versionText === null ? undefined : Number(versionText);
-      const job = ctx.cluster.job(jobId(ctx), { namespace: namespaceOf(ctx), ...(version === undefined ? {} : { version }) });
-      return found(job, () => Number(job!.ModifyIndex), 'job not found', ctx.cluster.tableIndex('jobs'));
-    }),
-  },
+  listRoute(/^\/v1\/job\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })),
+  listRoute(/^\/v1\/job\/([^/]+)\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })),
+  listRoute(/^\/v1\/job\/([^/]+)\/deployments$/, 'deployment', (ctx) => ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })),
+  listRoute(/^\/v1\/job\/([^/]+)\/deployment$/, 'deployment', (ctx) => ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })[0] ?? null),
+  objectRoute(/^\/v1\/job\/([^/]+)$/, 'jobs', 'job not found', (ctx, id) => {
+    const version = ctx.url.searchParams.get('version');
+    return ctx.cluster.job(id, { namespace: namespaceOf(ctx), ...(version === null ? {} : { version: Number(version) }) });
+  }),
   { methods: WRITE, pattern: /^\/v1\/job\/([^/]+)$/, handler: (ctx) => register(ctx, jobId(ctx)) },
   {
     methods: ['DELETE'],
@@ -152,41 +143,15 @@ export const ROUTES: readonly Route[] = [
       }, { index });
     },
   },
-  { methods: GET, pattern: /^\/v1\/allocations$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('allocs'), value: ctx.cluster.listAllocations(listOptions(ctx)) })) },
-  {
-    methods: GET,
-    pattern: /^\/v1\/allocation\/([^/]+)$/,
-    handler: (ctx) => query(ctx, () => {
-      const alloc = ctx.cluster.allocation(ctx.params[0]!);
-      return found(alloc, () => Number(alloc!.ModifyIndex), 'alloc not found', ctx.cluster.tableIndex('allocs'));
-    }),
-  },
-  { methods: GET, pattern: /^\/v1\/evaluations$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('evals'), value: ctx.cluster.listEvaluations(listOptions(ctx)) })) },
-  {
-    methods: GET,
-    pattern: /^\/v1\/evaluation\/([^/]+)\/allocations$/,
-    handler: (ctx) => query(ctx, () => ({
-      index: ctx.cluster.tableIndex('allocs'),
-      value: ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === ctx.params[0]),
-    })),
-  },
-  {
-    methods: GET,
-    pattern: /^\/v1\/evaluation\/([^/]+)$/,
-    handler: (ctx) => query(ctx, () => {
-      const evaluation = ctx.cluster.evaluation(ctx.params[0]!);
-      return found(evaluation, () => Number(evaluation!.ModifyIndex), 'eval not found', ctx.cluster.tableIndex('evals'));
-    }),
-  },
-  { methods: GET, pattern: /^\/v1\/deployments$/, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex('deployment'), value: ctx.cluster.listDeployments(listOptions(ctx)) })) },
-  {
-    methods: GET,
-    pattern: /^\/v1\/deployment\/allocations\/([^/]+)$/,
-    handler: (ctx) => query(ctx, () => ({
-      index: ctx.cluster.tableIndex('allocs'),
-      value: ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === ctx.params[0]),
-    })),
-  },
+  listRoute(/^\/v1\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations(listOptions(ctx))),
+  objectRoute(/^\/v1\/allocation\/([^/]+)$/, 'allocs', 'alloc not found', (ctx, id) => ctx.cluster.allocation(id)),
+  listRoute(/^\/v1\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations(listOptions(ctx))),
+  listRoute(/^\/v1\/evaluation\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === ctx.params[0])),
+  objectRoute(/^\/v1\/evaluation\/([^/]+)$/, 'evals', 'eval not found', (ctx, id) => ctx.cluster.evaluation(id)),
+  listRoute(/^\/v1\/deployments$/, 'deployment', (ctx) => ctx.cluster.listDeployments(listOptions(ctx))),
+  listRoute(/^\/v1\/deployment\/allocations\/([^/]+)$/, 'allocs', (ctx) =>
+    ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === ctx.params[0]),
+  ),
   {
     methods: WRITE,
     pattern: /^\/v1\/deployment\/promote\/([^/]+)$/,
@@ -208,14 +173,7 @@ export const ROUTES: readonly Route[] = [
       sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: 0, EvalID: '', Index: index, RevertedJobVersion: null }, { index });
     },
   },
-  {
-    methods: GET,
-    pattern: /^\/v1\/deployment\/([^/]+)$/,
-    handler: (ctx) => query(ctx, () => {
-      const deployment = ctx.cluster.deployment(ctx.params[0]!);
-      return found(deployment, () => Number(deployment!.ModifyIndex), 'deployment not found', ctx.cluster.tableIndex('deployment'));
-    }),
-  },
+  objectRoute(/^\/v1\/deployment\/([^/]+)$/, 'deployment', 'deployment not found', (ctx, id) => ctx.cluster.deployment(id)),
   { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
   { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },
 ];
