@@ -19,6 +19,19 @@ import { silentLogger, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 
+/** A wait for something the supervisor does not watch (a job outside its scope). */
+export class SupervisorScopeError extends Error {
+  override name = 'SupervisorScopeError';
+  readonly code = 'WARDEN_OUT_OF_SCOPE';
+
+  constructor(
+    readonly namespace: string,
+    readonly jobId: string,
+  ) {
+    super(`job ${namespace}/${jobId} is outside this supervisor's scope`);
+  }
+}
+
 /** The supervisor was stopped before the awaited answer came. */
 export class SupervisorStoppedError extends Error {
   override name = 'SupervisorStoppedError';
@@ -184,10 +197,11 @@ export class Supervisor {
    * Resolves once the job version's deployment is judged: success when every allocation it wants
    * is healthy, or a failure listing each unhealthy allocation with its per-task reasons (or the
    * placement failure, or Nomad's reason for ending the deployment). Rejects when the job cannot be
-   * read (a NomadError: not found, unreachable).
+   * read (a NomadError: not found, unreachable) or is outside the scope (SupervisorScopeError).
    */
   async waitForDeployment(jobId: string, options: WaitForDeploymentOptions = {}): Promise<DeploymentResult> {
     const namespace = options.namespace ?? this.defaultNamespace();
+    if (!this.scope.includes(namespace, jobId)) throw new SupervisorScopeError(namespace, jobId);
     const version = options.version ?? (await this.options.nomad.getJob(jobId, { namespace })).body.Version ?? 0;
     if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
     const watch = new DeploymentWatch(jobId, namespace, version);
@@ -385,9 +399,9 @@ export class Supervisor {
   }
 
   private onEvaluation(evaluation: Evaluation): void {
-    if (!this.scope.includes(evaluation.Namespace, evaluation.JobID)) return;
+    // Evaluations monitored on request are followed whatever the scope; their children filter by ID.
     this.actor.send({ type: 'EVALUATION.UPDATED', evaluation });
-    if (!isTerminalEvaluation(evaluation)) return;
+    if (!isTerminalEvaluation(evaluation) || !this.scope.includes(evaluation.Namespace, evaluation.JobID)) return;
     const outcome = evaluationOutcome(evaluation, [evaluation.ID]);
     this.settleDeployments((watch) => (watch.jobId === evaluation.JobID ? watch.onEvaluation(outcome, evaluation.DeploymentID) : undefined));
   }

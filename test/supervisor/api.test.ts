@@ -7,7 +7,7 @@ import { isHeartbeatLine, type RecordedLine } from '../../src/testing/recording.
 import type { AnyActorRef } from 'xstate';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { SupervisorStoppedError, createSupervisor } from '../../src/supervisor/index.js';
+import { SupervisorScopeError, SupervisorStoppedError, createSupervisor } from '../../src/supervisor/index.js';
 import { evaluationActorId } from '../../machines/supervisor.js';
 import { driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict } from './support/harness.js';
 
@@ -146,6 +146,36 @@ describe('the supervisor API', () => {
       expect(harness.verdicts.map((v) => v.outcome)).toEqual([
         expect.objectContaining({ healthy: false, reasons: { main: 'Unhealthy because of failed task' } }),
       ]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
+describe('scope', () => {
+  test('only allocations of jobs in scope are judged; evaluations are followed on request whatever the scope', async () => {
+    const scenario = loadScenario('placement_failure');
+    const harness = await startHarness(scenario.opened, { scope: { jobPrefixes: ['rolling-'] } });
+    try {
+      await expect(harness.supervisor.waitForDeployment('placement-failure', { version: 0 })).rejects.toBeInstanceOf(SupervisorScopeError);
+      harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
+      await driveTo(harness.clock, scenario.opened + 12);
+      const registration = harness.fake.cluster.listEvaluations({ jobId: 'placement-failure' }).find((e) => e.TriggeredBy === 'job-register')!;
+      const outcome = harness.supervisor.monitorEvaluation(registration.ID);
+      await driveTo(harness.clock, scenario.opened + 1_000);
+      await expect(outcome).resolves.toMatchObject({ ok: false, failures: [{ group: 'app' }] });
+    } finally {
+      await harness.close();
+    }
+  });
+
+  test('a job prefix keeps other jobs out', async () => {
+    const scenario = loadScenario('healthy_task_states');
+    const harness = await startHarness(scenario.opened, { scope: { jobPrefixes: ['rolling-'] } });
+    try {
+      harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
+      await driveTo(harness.clock, scenario.closed);
+      expect([harness.verdicts, harness.changes]).toEqual([[], []]);
     } finally {
       await harness.close();
     }
