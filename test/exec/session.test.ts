@@ -5,7 +5,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createActor, fromCallback } from 'xstate';
 import WebSocket, { WebSocketServer } from 'ws';
@@ -235,4 +235,37 @@ describe('ACLs and origins on the fake', () => {
     await fake.close();
     await nomad.close();
   });
+});
+
+describe('stdin backpressure', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness();
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+
+  test('100 MB of stdin into a slow reader arrives whole within 64 MiB of extra memory', async () => {
+    const size = 100_000_000;
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const base = process.memoryUsage.rss();
+    let sent = 0;
+    let peak = 0;
+    const source = new Readable({
+      read() {
+        peak = Math.max(peak, process.memoryUsage.rss() - base);
+        const next = Math.min(chunk.length, size - sent);
+        sent += next;
+        this.push(next === 0 ? null : chunk.subarray(0, next));
+      },
+    });
+    // The command reads nothing for a while: everything sent meanwhile would pile up somewhere.
+    const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1; wc -c'], stdin: source });
+    const [stdout, code] = await Promise.all([collect(session.stdout), session.exitCode]);
+    peak = Math.max(peak, process.memoryUsage.rss() - base);
+    expect(code).toBe(0);
+    expect(stdout.toString().trim()).toBe(String(size));
+    expect(peak).toBeLessThan(64 * 1024 * 1024);
+  }, 60_000);
 });

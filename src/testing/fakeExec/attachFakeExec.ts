@@ -179,7 +179,9 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       }
       switch (frame.kind) {
         case 'stdin':
-          child.write(frame.data);
+          // Stop reading the socket until the command has taken its input: backpressure to the client.
+          ws.pause();
+          child.write(frame.data, () => ws.resume());
           return;
         case 'stdin.close':
           if (!tty) {

@@ -15,7 +15,8 @@ export interface LocalProcess {
   onOutput(listener: (stream: 'stdout' | 'stderr', data: Buffer) => void): void;
   /** Called once the process has exited and all its output was delivered. */
   onDone(listener: (exitCode: number) => void): void;
-  write(data: Buffer): void;
+  /** Input for the command; calls `drained` once it has taken it in, so the sender can pace itself. */
+  write(data: Buffer, drained: () => void): void;
   closeStdin(): void;
   resize(rows: number, cols: number): void;
   /** Stops (true) or restarts (false) reading output: backpressure. */
@@ -99,8 +100,9 @@ function spawnPiped(request: SpawnRequest): LocalProcess {
       child.on('error', () => listener(127));
       child.on('close', (code, signal) => listener(code ?? 128 + (SIGNAL_NUMBERS[signal ?? ''] ?? 0)));
     },
-    write: (data) => {
-      if (child.stdin.writable) child.stdin.write(data);
+    write: (data, drained) => {
+      if (!child.stdin.writable || child.stdin.write(data)) drained();
+      else child.stdin.once('drain', drained);
     },
     closeStdin: () => child.stdin.end(),
     // Without a terminal there is no window size to change.
@@ -136,7 +138,10 @@ function spawnTerminal(request: SpawnRequest): LocalProcess {
       terminal.onExit(({ exitCode, signal }) => listener(signal ? 128 + signal : exitCode));
     },
     // Input or a resize racing the terminal's end has nowhere to go.
-    write: (data) => ignoreClosed(() => terminal.write(data)),
+    write: (data, drained) => {
+      ignoreClosed(() => terminal.write(data));
+      drained();
+    },
     // With a terminal, closing stdin is not EOF (Ctrl-D is): Nomad does nothing.
     closeStdin: () => undefined,
     resize: (rows, cols) => ignoreClosed(() => terminal.resize(cols, rows)),
