@@ -1,9 +1,13 @@
 /**
  * JSON that keeps Nomad's int64 values exact. Nanosecond timestamps (CreateTime, TaskEvent Time)
  * exceed 2^53, so `JSON.parse` would round them: integers outside the safe range become bigints
- * here, and `stringifyLossless` writes bigints back as bare digits. Plain JSON.parse does the real
- * work; only the big digit runs are routed around it.
+ * here (every one, not only the timestamp keys src/nomad/json.ts knows, since recordings are read
+ * whole), and `stringifyLossless` (the client's writer) puts bigints back as bare digits. Plain
+ * JSON.parse does the real work; only the big digit runs are routed around it.
  */
+
+/** JSON.stringify that writes bigints as bare integers (and so round-trips parseLossless). */
+export { stringifyNomadJson as stringifyLossless } from '../nomad/json.js';
 
 /** A JSON document whose unsafe integers are bigints. */
 export type LosslessJson = null | boolean | number | bigint | string | LosslessJson[] | { [key: string]: LosslessJson };
@@ -25,17 +29,4 @@ export function parseLossless(text: string): LosslessJson {
   return JSON.parse(protectedText, (_key, value: unknown) =>
     typeof value === 'string' && value.startsWith(MARK) ? BigInt(value.slice(MARK.length)) : value,
   ) as LosslessJson;
-}
-
-const MARKED_OUTPUT = /"\\u0000int:(-?\d+)"/g;
-
-/** JSON.stringify that writes bigints as bare integers (and so round-trips parseLossless). */
-export function stringifyLossless(value: unknown): string {
-  let marked = false;
-  const text = JSON.stringify(value, (_key, v: unknown) => {
-    if (typeof v !== 'bigint') return v;
-    marked = true;
-    return `${MARK}${v.toString()}`;
-  });
-  return marked ? text.replace(MARKED_OUTPUT, '$1') : text;
 }
