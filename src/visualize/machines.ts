@@ -1,0 +1,9 @@
+/**
+ * The machines drawn into visualizations/<name>.mmd. One line per machine: add yours here.
+ */
+import type { AnyStateMachine } from 'xstate';
+import { allocationHealthMachine } from '../../machines/allocationHealth.js';
+
+export const visualizedMachines: Readonly<Record<string, AnyStateMachine>> = {
+  allocationHealth: allocationHealthMachine,
+};
