@@ -1,0 +1,70 @@
+/**
+ * The supervisor over a cluster scripted through FakeNomad (not a recording): several namespaces,
+ * a task that fails, a stop before health, and allocations that become healthy on the clock.
+ */
+import { serviceJob } from '../testing/helpers.js';
+import { driveTo, startHarness, type Harness } from './support/harness.js';
+
+const START = Date.UTC(2026, 10, 29, 18);
+
+function outcomes(harness: Harness): Record<string, string> {
+  return Object.fromEntries(
+    harness.verdicts.map((v) => [
+      `${v.alloc.namespace}/${v.alloc.name}`,
+      'stopped' in v.outcome ? 'stopped' : v.outcome.healthy ? 'healthy' : `unhealthy ${JSON.stringify(v.outcome.reasons)}`,
+    ]),
+  );
+}
+
+describe('the supervisor over a scripted cluster', () => {
+  test('two namespaces watched, a third ignored; healthy after min_healthy_time, a failed task at once, a stop unjudged', async () => {
+    const harness = await startHarness(START, { scope: { namespaces: ['default', 'prod'] } });
+    const { cluster } = harness.fake;
+    try {
+      cluster.registerJob(serviceJob('web'));
+      cluster.registerJob(serviceJob('api', { Namespace: 'prod' }), { namespace: 'prod' });
+      cluster.registerJob(serviceJob('batchy', { Namespace: 'staging' }), { namespace: 'staging' });
+      const web = cluster.placeAllocations('web');
+      const api = cluster.placeAllocations('api', { namespace: 'prod' });
+      cluster.placeAllocations('batchy', { namespace: 'staging' });
+      await driveTo(harness.clock, START + 500);
+      for (const alloc of [...web, ...api]) cluster.startTask(alloc.ID);
+      await driveTo(harness.clock, START + 1_000);
+      cluster.failTask(api[1]!.ID, 'main', { exitCode: 2 });
+      cluster.setDesiredStatus(web[1]!.ID, 'stop');
+      await driveTo(harness.clock, START + 1_500);
+      expect(outcomes(harness)).toEqual({
+        'prod/api.app[1]': 'unhealthy {"main":"Unhealthy because of failed task"}',
+        'default/web.app[1]': 'stopped',
+      });
+      // min_healthy_time is 2 s from the start at +0.5 s.
+      await driveTo(harness.clock, START + 2_499);
+      expect(Object.keys(outcomes(harness))).toHaveLength(2);
+      await driveTo(harness.clock, START + 2_600);
+      expect(outcomes(harness)).toMatchObject({ 'default/web.app[0]': 'healthy', 'prod/api.app[0]': 'healthy' });
+      const healthyAt = harness.verdicts.filter((v) => 'healthy' in v.outcome && v.outcome.healthy).map((v) => v.outcome.at);
+      expect(healthyAt).toEqual([START + 2_500, START + 2_500]);
+      expect(harness.verdicts.every((v) => v.alloc.namespace !== 'staging')).toBe(true);
+      expect(harness.problems).toEqual([]);
+    } finally {
+      await harness.close();
+    }
+  });
+
+  test('a task not running by healthy_deadline: unhealthy at the deadline, in Nomad\'s words', async () => {
+    const harness = await startHarness(START);
+    const { cluster } = harness.fake;
+    try {
+      cluster.registerJob(serviceJob('slow', { TaskGroups: [{ ...(serviceJob('x').TaskGroups as object[])[0], Count: 1 }] }));
+      cluster.placeAllocations('slow');
+      await driveTo(harness.clock, START + 19_999);
+      expect(harness.verdicts).toEqual([]);
+      await driveTo(harness.clock, START + 20_100);
+      expect(harness.verdicts.map((v) => v.outcome)).toEqual([
+        { healthy: false, at: expect.any(Number), reasons: { main: 'Task not running by healthy_deadline of 20s' } },
+      ]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
