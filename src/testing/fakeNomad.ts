@@ -84,7 +84,9 @@ export class FakeNomad {
       : createHttpServer(handler);
     const fake: FakeNomad = new FakeNomad(server, options.clock ?? systemClock, options);
     server.keepAliveTimeout = 0;
-    server.on(options.tls ? 'secureConnection' : 'connection', (socket: Socket) => fake.accept(socket));
+    // The raw TCP socket, also under TLS: a refusal drops it before the handshake, and close()
+    // destroys sockets whose handshake never finished.
+    server.on('connection', (socket: Socket) => fake.accept(socket));
     server.on('clientError', (_error, socket) => socket.destroy());
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -79,7 +79,8 @@ async function register(ctx: RouteContext, pathId?: string): Promise<void> {
   const job = body.Job as JsonObject | null | undefined;
   if (job === undefined || job === null) throw new NomadApiError(400, 'Job must be specified');
   if (pathId !== undefined && typeof job === 'object' && job.ID !== pathId) throw new NomadApiError(400, 'Job ID does not match name');
-  const namespace = ctx.url.searchParams.get('namespace') || undefined;
+  // Nomad's precedence: ?namespace=, then the request's Namespace, then the job's own.
+  const namespace = ctx.url.searchParams.get('namespace') || (typeof body.Namespace === 'string' && body.Namespace !== '' ? body.Namespace : undefined);
   const result = ctx.cluster.registerJob(job, {
     ...(namespace === undefined ? {} : { namespace }),
     enforceIndex: body.EnforceIndex === true,
