@@ -4,6 +4,7 @@ import { nomadEventStream } from '../../src/nomad/eventStream.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { listScenarios } from '../../src/testing/recording.js';
 import { fixtures, until } from '../nomad/support.js';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { STREAM_TOPICS, recordedFinals, recordedOthers, replayThroughStream, scenario } from './replayHarness.js';
 
@@ -170,5 +171,42 @@ describe('starting index ("closest batch" answers)', () => {
   it('replays the whole buffer from index 0', async () => {
     const { indexes, got } = await delivered('healthy_task_states', () => 0);
     expect(new Set(got)).toEqual(new Set(indexes));
+  });
+});
+
+describe('unsubscribing', () => {
+  it('closes the stream connection (and its timers), and a new subscriber resumes after the last index', async () => {
+    const clock = new VirtualClock({ start: 1_795_971_900_000 });
+    const fake = await FakeNomad.start({ clock });
+    const client = new NomadClient({ address: fake.address }, { clock });
+    // Sockets as the server sees them: the stream's must close (undici may open a fresh idle one).
+    const sockets = new Set<Socket>();
+    fake.server.on('connection', (socket: Socket) => sockets.add(socket));
+    const recorded = scenario('failed_task');
+    const stream = nomadEventStream(client, { topics: STREAM_TOPICS, clock });
+    const states: string[] = [];
+    const indexes: number[] = [];
+    stream.state.subscribe((s) => states.push(s.status));
+    try {
+      fake.replay(recorded.stream.slice(0, 6), { immediate: true });
+      const first = stream.batches.subscribe((b) => indexes.push(b.index));
+      await until(clock, () => states.includes('streaming') && indexes.length > 0, 'streaming');
+      const open = [...sockets];
+      expect(open.length).toBeGreaterThan(0);
+      first.unsubscribe();
+      await until(clock, () => states.at(-1) === 'stopped' && open.every((socket) => socket.destroyed), 'stream socket closed', { maxMs: 5_000 });
+      expect(clock.pending()).toBeLessThanOrEqual(1); // FakeNomad's own heartbeat timer at most
+
+      const seenBefore = indexes.at(-1)!;
+      fake.replay(recorded.stream.slice(6), { immediate: true });
+      const second = stream.batches.subscribe((b) => indexes.push(b.index));
+      await until(clock, () => indexes.at(-1)! > seenBefore, 'resumed');
+      second.unsubscribe();
+      const resumed = indexes.slice(indexes.indexOf(seenBefore) + 1);
+      expect(resumed.every((i) => i > seenBefore)).toBe(true);
+    } finally {
+      await client.close();
+      await fake.close();
+    }
   });
 });
