@@ -138,7 +138,7 @@ export class NomadTransport {
   }
 
   /** Path with query string: the configured namespace and region, then `options.query`. */
-  pathWithQuery(path: string, options: RequestOptions): string {
+  private pathWithQuery(path: string, options: RequestOptions): string {
     const params = new URLSearchParams();
     const namespace = options.namespace ?? this.config.namespace;
     const region = options.region ?? this.config.region;
