@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,7 +10,7 @@ import { watchQuery } from '../../src/nomad/blockingQuery.js';
 import type { AllocationListStub } from '../../src/nomad/types.js';
 import type { NomadResponse } from '../../src/nomad/transport.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { resolveWhile, scenarioJob, until } from './support.js';
+import { fixtures, resolveWhile, scenarioJob, until } from './support.js';
 
 describe('NomadClient against FakeNomad over loopback', () => {
   let clock: VirtualClock;
@@ -56,6 +56,14 @@ describe('NomadClient against FakeNomad over loopback', () => {
     const stopped = await client.deregisterJob(job.ID, { purge: true });
     expect(stopped.EvalID).toMatch(/^[0-9a-f-]{36}$/);
     await expect(client.getJob(job.ID)).rejects.toMatchObject({ status: 404, body: 'job not found' });
+  });
+
+  it('parses HCL through /v1/jobs/parse into the job Nomad would register', async () => {
+    const hcl = readFileSync(join(fixtures, 'scenarios', 'healthy_task_states', 'job.hcl'), 'utf8');
+    const parsed = await client.parseJob(hcl, { canonicalize: true });
+    expect(parsed.ID).toBe(scenarioJob('healthy_task_states').ID);
+    expect(parsed.TaskGroups?.[0]?.Tasks.length).toBeGreaterThan(0);
+    await expect(client.parseJob('')).rejects.toMatchObject({ status: 400, body: 'Job spec is empty', method: 'POST', path: '/v1/jobs/parse' });
   });
 
   it('keeps every version and finds one by number', async () => {
