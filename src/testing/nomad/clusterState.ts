@@ -1,24 +1,27 @@
 /**
- * The in-memory cluster behind FakeNomad: jobs with versions, allocations, evaluations and
- * deployments at raft-like indexes. Every change is one write at a new index that publishes the
- * event batch Nomad 1.1.2 publishes for it (Type = raft message type, FilterKeys per topic, no Job
- * inside Allocation payloads, nothing published for a purge). Tests script it; the HTTP layer reads it.
+ * The fake cluster's behaviour, as tests script it: what Nomad's job endpoint, scheduler, client
+ * and deployment watcher do, each as the raft writes Nomad 1.1.2 makes and the event batches they
+ * publish (Type = raft message type, no Job inside Allocation payloads, nothing for a purge). The
+ * tables, indexes and reads are ClusterStore's; the HTTP layer reads through it.
  */
 import type { Clock } from '../../clock/index.js';
 import type { Allocation, Deployment, Evaluation, Job } from '../../nomad/types.js';
-import type { EventBroker, StreamEvent } from './eventBroker.js';
+import { byCreateIndex, enforceIndex, isClientTerminal, jobStatus, specChanged } from './clusterRules.js';
+import { ClusterStore, jobKey } from './clusterStore.js';
+import type { EventBroker } from './eventBroker.js';
 import { NomadApiError } from './errors.js';
 import { nanosFromMillis, rfc3339Nano } from './goText.js';
 import type { SeededRandom } from './ids.js';
 import { canonicalizeJob, checkJobTypes, validateJob, type JsonObject } from './jobSpec.js';
 import {
-  DEPLOYMENT_DESCRIPTIONS, MAX_TASK_EVENTS, allocMetric, allocStub, allocatedResources, clientStatusOf, jobStub,
-  omitEmpty, resourcesOf, taskEvent, taskState, type TaskEventInput,
+  DEPLOYMENT_DESCRIPTIONS, MAX_TASK_EVENTS, allocMetric, allocatedResources, clientStatusOf, omitEmpty, resourcesOf, taskEvent, taskState,
+  type TaskEventInput,
 } from './objects.js';
+import { exited, killed, notRestarting, received, restarting, started, type TaskUpdate } from './taskEvents.js';
 
 export type { TaskEventInput } from './objects.js';
-
-export type Table = 'jobs' | 'job_version' | 'job_summary' | 'allocs' | 'evals' | 'deployment';
+export type { TaskUpdate } from './taskEvents.js';
+export type { Table } from './clusterStore.js';
 
 export interface RegisterOptions {
   namespace?: string;
@@ -43,191 +46,21 @@ export interface PlaceOptions {
   canary?: boolean;
 }
 
-export interface TaskUpdate {
-  State?: 'pending' | 'running' | 'dead';
-  Failed?: boolean;
-  events?: TaskEventInput[];
-}
-
-interface JobRecord {
-  versions: Map<number, JsonObject>;
-  current: JsonObject;
-  summaryIndex: number;
-}
-
-interface PendingWrite {
-  index: number;
-  /** Nomad publishes a registration as two items at one index (the job, then its evaluation). */
-  batches: StreamEvent[][];
-}
-
-const jobKey = (namespace: string, id: string): string => `${namespace}\u0000${id}`;
-
-export class ClusterState {
-  private lastIndex: number;
-  private readonly tableIndexes = new Map<Table, number>();
-  private readonly jobs = new Map<string, JobRecord>();
-  private readonly allocs = new Map<string, JsonObject>();
-  private readonly allocJobs = new Map<string, JsonObject>();
-  private readonly evals = new Map<string, JsonObject>();
-  private readonly deployments = new Map<string, JsonObject>();
-  private readonly changeListeners = new Set<() => void>();
-  private write: PendingWrite | undefined;
+export class ClusterState extends ClusterStore {
   readonly nodeId: string;
   readonly nodeName = 'fake-nomad';
   /** The node's computed class ("v1:" and a 64-bit hash in Nomad). */
   private readonly computedClass: string;
 
   constructor(
-    private readonly clock: Clock,
-    private readonly broker: EventBroker,
+    clock: Clock,
+    broker: EventBroker,
     private readonly random: SeededRandom,
     initialIndex = 1,
   ) {
-    this.lastIndex = initialIndex;
+    super(clock, broker, initialIndex);
     this.nodeId = random.uuid();
     this.computedClass = `v1:${BigInt(Math.floor(random.next() * 2 ** 53)) * 2048n}`;
-  }
-
-  /** The latest raft index. */
-  get index(): number {
-    return this.lastIndex;
-  }
-
-  /** The index of the last write to a table (what Nomad's list endpoints report); at least 1. */
-  tableIndex(...tables: Table[]): number {
-    return Math.max(1, ...tables.map((t) => this.tableIndexes.get(t) ?? 0));
-  }
-
-  /** Called after every write (blocking queries re-check). Returns the unsubscribe function. */
-  onChange(listener: () => void): () => void {
-    this.changeListeners.add(listener);
-    return () => this.changeListeners.delete(listener);
-  }
-
-  /** Runs `changes` as one raft write: one index, one event batch. */
-  batch<T>(changes: () => T): T {
-    if (this.write !== undefined) return changes();
-    this.write = { index: this.lastIndex + 1, batches: [[]] };
-    try {
-      return changes();
-    } finally {
-      const write = this.write;
-      this.write = undefined;
-      this.lastIndex = write.index;
-      for (const events of write.batches) this.broker.publish({ Index: write.index, Events: events });
-      for (const listener of [...this.changeListeners]) listener();
-    }
-  }
-
-  private get current(): PendingWrite {
-    if (this.write === undefined) throw new Error('ClusterState: change outside of a write');
-    return this.write;
-  }
-
-  private touch(...tables: Table[]): number {
-    const { index } = this.current;
-    for (const table of tables) this.tableIndexes.set(table, index);
-    return index;
-  }
-
-  private nowNanos(): bigint {
-    return nanosFromMillis(this.clock.now());
-  }
-
-  private publish(topic: string, type: string, object: JsonObject): void {
-    const events = this.current.batches[this.current.batches.length - 1]!;
-    const jobId = String(object.JobID ?? object.ID);
-    const filterKeys =
-      topic === 'Job' ? null : topic === 'Deployment' ? [jobId] : [jobId, String(object.DeploymentID ?? '')];
-    const payload = topic === 'Allocation' || topic === 'Evaluation' ? omitEmpty(object) : object;
-    const existing = events.findIndex((e) => e.Topic === topic && e.Key === object.ID);
-    const event: StreamEvent = {
-      Topic: topic, Type: type, Key: String(object.ID), Namespace: String(object.Namespace ?? 'default'),
-      FilterKeys: filterKeys, Index: this.current.index, Payload: { [topic]: structuredClone(payload) },
-    };
-    if (existing >= 0) events[existing] = event;
-    else events.push(event);
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Reads
-
-  job(id: string, options: { namespace?: string; version?: number } = {}): Job | undefined {
-    const record = this.jobs.get(jobKey(options.namespace ?? 'default', id));
-    const job = options.version === undefined ? record?.current : record?.versions.get(options.version);
-    return job as Job | undefined;
-  }
-
-  jobVersions(id: string, namespace = 'default'): Job[] {
-    const record = this.jobs.get(jobKey(namespace, id));
-    return record ? ([...record.versions.values()].sort((a, b) => Number(b.Version) - Number(a.Version)) as Job[]) : [];
-  }
-
-  listJobs(options: { namespace?: string; prefix?: string } = {}): JsonObject[] {
-    return [...this.jobs.values()]
-      .map((r) => r.current)
-      .filter((job) => matchesNamespace(job, options.namespace) && String(job.ID).startsWith(options.prefix ?? ''))
-      .sort((a, b) => String(a.ID).localeCompare(String(b.ID)))
-      .map((job) => jobStub(job, this.jobSummary(job)));
-  }
-
-  /** GET /v1/allocation/:id: the allocation with its Job embedded. */
-  allocation(id: string): Allocation | undefined {
-    const alloc = this.allocs.get(id);
-    if (alloc === undefined) return undefined;
-    return omitEmpty({ ...alloc, Job: this.allocJobs.get(id) ?? null }) as Allocation;
-  }
-
-  /** Allocation stubs, optionally of one job. */
-  listAllocations(options: { namespace?: string; prefix?: string; jobId?: string } = {}): JsonObject[] {
-    return [...this.allocs.values()]
-      .filter((a) => matchesNamespace(a, options.namespace) && String(a.ID).startsWith(options.prefix ?? ''))
-      .filter((a) => options.jobId === undefined || a.JobID === options.jobId)
-      .sort(byCreateIndex)
-      .map((a) => allocStub(a, this.allocJobs.get(String(a.ID))));
-  }
-
-  evaluation(id: string): Evaluation | undefined {
-    const evaluation = this.evals.get(id);
-    return evaluation && (omitEmpty(evaluation) as Evaluation);
-  }
-
-  listEvaluations(options: { namespace?: string; prefix?: string; jobId?: string } = {}): Evaluation[] {
-    return [...this.evals.values()]
-      .filter((e) => matchesNamespace(e, options.namespace) && String(e.ID).startsWith(options.prefix ?? ''))
-      .filter((e) => options.jobId === undefined || e.JobID === options.jobId)
-      .sort(byCreateIndex)
-      .map((e) => omitEmpty(e) as Evaluation);
-  }
-
-  deployment(id: string): Deployment | undefined {
-    return this.deployments.get(id) as Deployment | undefined;
-  }
-
-  listDeployments(options: { namespace?: string; prefix?: string; jobId?: string } = {}): Deployment[] {
-    return [...this.deployments.values()]
-      .filter((d) => matchesNamespace(d, options.namespace) && String(d.ID).startsWith(options.prefix ?? ''))
-      .filter((d) => options.jobId === undefined || d.JobID === options.jobId)
-      .sort((a, b) => Number(b.CreateIndex) - Number(a.CreateIndex)) as Deployment[];
-  }
-
-  private jobSummary(job: JsonObject): JsonObject {
-    const record = this.jobs.get(jobKey(String(job.Namespace), String(job.ID)));
-    const summary: Record<string, Record<string, number>> = {};
-    for (const group of job.TaskGroups as JsonObject[]) {
-      summary[String(group.Name)] = { Complete: 0, Failed: 0, Lost: 0, Queued: 0, Running: 0, Starting: 0 };
-    }
-    for (const alloc of this.allocs.values()) {
-      if (alloc.JobID !== job.ID || alloc.Namespace !== job.Namespace) continue;
-      const counts = summary[String(alloc.TaskGroup)];
-      const key = { pending: 'Starting', running: 'Running', complete: 'Complete', failed: 'Failed', lost: 'Lost' }[String(alloc.ClientStatus)];
-      if (counts && key) counts[key] = (counts[key] ?? 0) + 1;
-    }
-    return {
-      Children: { Dead: 0, Pending: 0, Running: 0 }, CreateIndex: job.CreateIndex, JobID: job.ID,
-      ModifyIndex: record?.summaryIndex ?? job.ModifyIndex, Namespace: job.Namespace, Summary: summary,
-    };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -261,17 +94,6 @@ export class ClusterState {
       return { index, evaluation: this.newEvaluation(job, 'job-register', 'JobRegistered') };
     });
     return { job: this.jobs.get(key)!.current as Job, evaluation: omitEmpty(evaluation) as Evaluation, index };
-  }
-
-  /** Stores a job exactly as given (a recorded job.json), at its own indexes, without publishing. */
-  loadJob(job: JsonObject | Job): void {
-    const namespace = String(job.Namespace ?? 'default');
-    const key = jobKey(namespace, String(job.ID));
-    const record = this.jobs.get(key) ?? { versions: new Map(), current: job, summaryIndex: Number(job.ModifyIndex) };
-    record.current = job;
-    record.versions.set(Number(job.Version ?? 0), job);
-    this.jobs.set(key, record);
-    this.raiseIndex(Number(job.ModifyIndex ?? 0), 'jobs', 'job_version', 'job_summary');
   }
 
   /** DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event), and stops its allocations. */
@@ -500,18 +322,6 @@ export class ClusterState {
   // ---------------------------------------------------------------------------------------------
   // Allocations: what a Nomad client reports
 
-  private requireAlloc(id: string): JsonObject {
-    const alloc = this.allocs.get(id);
-    if (alloc === undefined) throw new NomadApiError(404, 'alloc not found');
-    return alloc;
-  }
-
-  private tasksOf(alloc: JsonObject): JsonObject[] {
-    const job = this.allocJobs.get(String(alloc.ID));
-    const group = (job?.TaskGroups as JsonObject[] | undefined)?.find((g) => g.Name === alloc.TaskGroup);
-    return (group?.Tasks as JsonObject[] | undefined) ?? [];
-  }
-
   /** Applies a client update to task states (one AllocationUpdated write); ClientStatus follows the tasks. */
   updateTasks(allocId: string, updates: Record<string, TaskUpdate>): Allocation {
     const alloc = this.requireAlloc(allocId);
@@ -547,56 +357,29 @@ export class ClusterState {
 
   /** The client received the allocation: tasks pending, "Received" and "Task Setup" events. */
   receiveAllocation(allocId: string): Allocation {
-    return this.eachTask(allocId, undefined, () => ({
-      State: 'pending',
-      events: [
-        { Type: 'Received', DisplayMessage: 'Task received by client' },
-        { Type: 'Task Setup', Message: 'Building Task Directory', Details: { message: 'Building Task Directory' } },
-      ],
-    }));
+    return this.eachTask(allocId, undefined, received);
   }
 
   /** A task (every task when omitted) started: running, StartedAt now, "Started" event. */
   startTask(allocId: string, task?: string): Allocation {
-    return this.eachTask(allocId, task, () => ({ State: 'running', events: [{ Type: 'Started', DisplayMessage: 'Task started by client' }] }));
+    return this.eachTask(allocId, task, started);
   }
 
   /** A task exited non-zero. With `restartDelayMs` it restarts (pending until startTask); otherwise it fails for good. */
   failTask(allocId: string, task: string, options: { exitCode?: number; restartDelayMs?: number } = {}): Allocation {
-    const exitCode = options.exitCode ?? 1;
-    const terminated = exitedEvent(exitCode);
-    if (options.restartDelayMs !== undefined) {
-      const delayNs = Math.round(options.restartDelayMs * 1e6);
-      return this.updateTasks(allocId, {
-        [task]: {
-          State: 'pending',
-          events: [terminated, { Type: 'Restarting', DisplayMessage: `Task restarting in ${options.restartDelayMs / 1000}s`, RestartReason: 'Restart within policy', StartDelay: delayNs, Details: { restart_reason: 'Restart within policy', start_delay: String(delayNs) } }],
-        },
-      });
-    }
-    return this.updateTasks(allocId, {
-      [task]: {
-        State: 'dead', Failed: true,
-        events: [terminated, { Type: 'Not Restarting', DisplayMessage: 'Policy allows no restarts', RestartReason: 'Policy allows no restarts', FailsTask: true, Details: { fails_task: 'true', restart_reason: 'Policy allows no restarts' } }],
-      },
-    });
+    const exit = exited(options.exitCode ?? 1);
+    const update = options.restartDelayMs === undefined ? notRestarting(exit) : restarting(exit, options.restartDelayMs);
+    return this.updateTasks(allocId, { [task]: update });
   }
 
-  /** A task exited (exit code 0 by default) and is done: dead, not failed. */
+  /** A task exited (exit code 0 by default) and is done: dead, failed only for a non-zero code. */
   completeTask(allocId: string, task?: string, exitCode = 0): Allocation {
-    return this.eachTask(allocId, task, () => ({ State: 'dead', Failed: exitCode !== 0, events: [exitedEvent(exitCode)] }));
+    return this.eachTask(allocId, task, () => ({ State: 'dead', Failed: exitCode !== 0, events: [exited(exitCode)] }));
   }
 
   /** The client killed the tasks (after a stop): Killing, Terminated (signal 2), Killed; tasks dead. */
   killTasks(allocId: string, task?: string): Allocation {
-    return this.eachTask(allocId, task, () => ({
-      State: 'dead',
-      events: [
-        { Type: 'Killing', DisplayMessage: 'Sent interrupt. Waiting 5s before force killing', KillTimeout: 5_000_000_000, Details: { kill_timeout: '5s' } },
-        { ...exitedEvent(130), Signal: 2, DisplayMessage: 'Exit Code: 130, Signal: 2', Details: { exit_code: '130', oom_killed: 'false', signal: '2' } },
-        { Type: 'Killed', DisplayMessage: 'Task successfully killed' },
-      ],
-    }));
+    return this.eachTask(allocId, task, killed);
   }
 
   /** Appends task events as they are (e.g. "Alloc Unhealthy", "Driver", "Restart Signaled"). */
@@ -651,12 +434,8 @@ export class ClusterState {
 
   /** Job status as Nomad derives it from allocations and evaluations (state_store getJobStatus). */
   private refreshJobStatus(job: JsonObject, type: string): void {
-    const allocs = [...this.allocs.values()].filter((a) => a.JobID === job.ID && a.Namespace === job.Namespace);
-    const evals = [...this.evals.values()].filter((e) => e.JobID === job.ID && e.Namespace === job.Namespace);
-    let status = 'pending';
-    if (allocs.some((a) => a.DesiredStatus === 'run' && !isClientTerminal(a))) status = 'running';
-    else if (evals.some((e) => e.Status === 'pending' || e.Status === 'blocked')) status = 'pending';
-    else if (job.Stop || allocs.length > 0 || (job.Type !== 'service' && evals.length > 0)) status = 'dead';
+    const ofJob = (o: JsonObject): boolean => o.JobID === job.ID && o.Namespace === job.Namespace;
+    const status = jobStatus(job, [...this.allocs.values()].filter(ofJob), [...this.evals.values()].filter(ofJob));
     if (status === job.Status) return;
     const record = this.jobs.get(jobKey(String(job.Namespace), String(job.ID)));
     if (!record) return;
@@ -740,105 +519,6 @@ export class ClusterState {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Replay support: state taken from recorded event payloads
 
-  /**
-   * Applies one recorded batch: objects are stored as their payloads say, the index jumps to the
-   * batch's, and the batch is published as recorded (its exact line when `raw` is given).
-   */
-  applyRecordedBatch(batch: { Index: number; Events: readonly StreamEvent[]; raw?: string }): void {
-    for (const event of batch.Events) this.applyRecordedEvent(event, batch.Events);
-    this.lastIndex = Math.max(this.lastIndex, batch.Index);
-    this.broker.publish(batch);
-    for (const listener of [...this.changeListeners]) listener();
-  }
-
-  private applyRecordedEvent(event: StreamEvent, siblings: readonly StreamEvent[]): void {
-    const object = event.Payload[event.Topic] as JsonObject | undefined;
-    if (object === undefined) return;
-    const index = event.Index;
-    if (event.Topic === 'Job') {
-      this.loadJob(object);
-    } else if (event.Topic === 'Allocation') {
-      const id = String(object.ID);
-      this.allocs.set(id, { ...object });
-      const record = this.jobs.get(jobKey(String(object.Namespace), String(object.JobID)));
-      const job = record && jobAt(record, Number(object.AllocModifyIndex ?? index));
-      if (job) this.allocJobs.set(id, job);
-      this.raiseIndex(index, 'allocs', 'job_summary');
-    } else if (event.Topic === 'Evaluation') {
-      this.evals.set(String(object.ID), { ...object });
-      this.raiseIndex(index, 'evals');
-      // A purge publishes no Job event: only the job-deregister evaluation shows it.
-      const purged = event.Type === 'JobDeregistered' && !siblings.some((e) => e.Topic === 'Job' && e.Key === object.JobID);
-      const key = jobKey(String(object.Namespace), String(object.JobID));
-      if (purged && this.jobs.get(key)?.current.Stop !== true) this.jobs.delete(key);
-    } else if (event.Topic === 'Deployment') {
-      this.deployments.set(String(object.ID), { ...object });
-      this.raiseIndex(index, 'deployment');
-    }
-  }
-
-  private raiseIndex(index: number, ...tables: Table[]): void {
-    for (const table of tables) this.tableIndexes.set(table, Math.max(this.tableIndexes.get(table) ?? 0, index));
-    this.lastIndex = Math.max(this.lastIndex, index);
-  }
-
-  // ---------------------------------------------------------------------------------------------
-
-  private requireJob(id: string, namespace: string): JsonObject {
-    const record = this.jobs.get(jobKey(namespace, id));
-    if (record === undefined) throw new NomadApiError(404, 'job not found');
-    return record.current;
-  }
-
-  private requireGroup(job: JsonObject, name: string | undefined): JsonObject {
-    const groups = job.TaskGroups as JsonObject[];
-    const group = name === undefined ? groups[0] : groups.find((g) => g.Name === name);
-    if (group === undefined) throw new NomadApiError(400, `task group "${name ?? ''}" not found in job "${String(job.ID)}"`);
-    return group;
-  }
 }
 
-function exitedEvent(exitCode: number): TaskEventInput {
-  return { Type: 'Terminated', DisplayMessage: `Exit Code: ${exitCode}`, ExitCode: exitCode, Details: { exit_code: String(exitCode), oom_killed: 'false', signal: '0' } };
-}
-
-function isClientTerminal(alloc: JsonObject): boolean {
-  return alloc.ClientStatus === 'complete' || alloc.ClientStatus === 'failed' || alloc.ClientStatus === 'lost';
-}
-
-function matchesNamespace(object: JsonObject, namespace: string | undefined): boolean {
-  return namespace === '*' || object.Namespace === (namespace ?? 'default');
-}
-
-function byCreateIndex(a: JsonObject, b: JsonObject): number {
-  return Number(a.CreateIndex) - Number(b.CreateIndex);
-}
-
-/** The job version in force at a raft index. */
-function jobAt(record: JobRecord, index: number): JsonObject | undefined {
-  const versions = [...record.versions.values()].filter((v) => Number(v.JobModifyIndex) <= index);
-  versions.sort((a, b) => Number(b.JobModifyIndex) - Number(a.JobModifyIndex));
-  return versions[0] ?? record.current;
-}
-
-const VOLATILE = new Set(['Status', 'StatusDescription', 'Stable', 'Version', 'SubmitTime', 'CreateIndex', 'ModifyIndex', 'JobModifyIndex', 'Stop']);
-
-function specChanged(previous: JsonObject, next: JsonObject): boolean {
-  const spec = (job: JsonObject): string => JSON.stringify(Object.entries(job).filter(([k]) => !VOLATILE.has(k)), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-  return spec(previous) !== spec(next);
-}
-
-/** EnforceIndex check of Job.Register (nomad/job_endpoint.go), Nomad's 1.1.2 texts. */
-function enforceIndex(existing: JsonObject | undefined, wanted: number): void {
-  const prefix = 'Enforcing job modify index';
-  if (existing === undefined) {
-    if (wanted !== 0) throw new NomadApiError(500, `${prefix} ${wanted}: job does not exist`);
-    return;
-  }
-  if (wanted === 0) throw new NomadApiError(500, `${prefix} 0: job already exists`);
-  if (Number(existing.JobModifyIndex) !== wanted) {
-    throw new NomadApiError(500, `${prefix} ${wanted}: job exists with conflicting job modify index: ${String(existing.JobModifyIndex)}`);
-  }
-}
