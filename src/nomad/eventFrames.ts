@@ -15,11 +15,18 @@ function isEvent(value: unknown): value is NomadEvent {
   return isRecord(value) && typeof value.Topic === 'string' && typeof value.Index === 'number' && isRecord(value.Payload);
 }
 
+/** A decoded frame; `skipped` counts elements of its Events list that were not events at all. */
+export interface DecodedFrame extends EventFrame {
+  skipped: number;
+}
+
 /**
  * The frame of a line, or null for a heartbeat (`{}`; Nomad's own client also treats Index 0
- * without events as one). Throws NomadDecodeError for anything else.
+ * without events as one). A line that is no frame (not JSON, no Index, no Events list) throws
+ * NomadDecodeError: the connection is suspect. An element of Events without Topic, Index and
+ * Payload is skipped and counted, so that one bad event does not hold back its neighbours.
  */
-export function decodeFrame(line: string): EventFrame | null {
+export function decodeFrame(line: string): DecodedFrame | null {
   const value = parseNomadJson(line);
   if (!isRecord(value)) throw new NomadDecodeError('event stream line is not a JSON object', line);
   const { Index, Events } = value;
@@ -27,10 +34,9 @@ export function decodeFrame(line: string): EventFrame | null {
   if (typeof Index !== 'number' || !Number.isSafeInteger(Index) || Index < 0) {
     throw new NomadDecodeError('event stream frame without a valid Index', line);
   }
-  if (!Array.isArray(Events) || !Events.every(isEvent)) {
-    throw new NomadDecodeError('event stream frame without a valid Events list', line);
-  }
-  return { Index, Events };
+  if (!Array.isArray(Events)) throw new NomadDecodeError('event stream frame without an Events list', line);
+  const events = Events.filter(isEvent);
+  return { Index, Events: events, skipped: Events.length - events.length };
 }
 
 function hasObject<K extends string>(event: NomadEvent, topic: string, key: K, idKey = 'ID'): boolean {

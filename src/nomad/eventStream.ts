@@ -40,6 +40,8 @@ export interface StreamState {
   retryAt?: number;
   /** The error behind the last failure (its message never holds the token). */
   error?: Error;
+  /** Elements of Events lists that were not events (no Topic, Index or Payload), skipped so far. */
+  skippedEvents: number;
 }
 
 export interface EventBatch {
@@ -83,6 +85,7 @@ const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 class StreamSession {
   lastIndex = 0;
   failures = 0;
+  skippedEvents = 0;
   /** Frames below the index the caller asked to start from are not theirs (closest-batch replay). */
   private readonly startIndex: number;
   private needsResync: boolean;
@@ -100,11 +103,11 @@ class StreamSession {
     this.startIndex = options.index ?? 0;
     this.needsResync = options.resyncOnStart ?? false;
     this.scope = resyncScope(options.topics);
-    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: this.lastIndex, failures: 0 });
+    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: 0, failures: 0, skippedEvents: 0 });
   }
 
   setStatus(status: StreamStatus, extra: Partial<StreamState> = {}): void {
-    this.state.next({ status, lastIndex: this.lastIndex, failures: this.failures, ...extra });
+    this.state.next({ status, lastIndex: this.lastIndex, failures: this.failures, skippedEvents: this.skippedEvents, ...extra });
   }
 
   /** One connection: never completes; fails (to be retried) when the stream breaks or ends. */
@@ -194,6 +197,7 @@ class StreamSession {
       this.setStatus('streaming');
     }
     if (frame === null) return;
+    this.skippedEvents += frame.skipped;
     this.deliverFrame(frame, deliver);
   }
 

@@ -32,13 +32,21 @@ describe('decodeFrame', () => {
   it('passes unknown topics through untouched', () => {
     const frame = decodeFrame('{"Index":9,"Events":[{"Topic":"Node","Type":"NodeStreamEvent","Key":"n1","Namespace":"","FilterKeys":null,"Index":9,"Payload":{"Node":{"ID":"n1"}}}]}');
     expect(frame?.Events[0]).toMatchObject({ Topic: 'Node', Payload: { Node: { ID: 'n1' } } });
+    expect(frame?.skipped).toBe(0);
     expect(isAllocationEvent(frame!.Events[0]!)).toBe(false);
   });
 
   it('rejects lines that are not frames with a NomadDecodeError', () => {
-    for (const line of ['Permission denied', '[1,2]', '{"Index":"5","Events":[]}', '{"Index":5,"Events":[{"Topic":1}]}', '{"Index":5']) {
+    for (const line of ['Permission denied', '[1,2]', '{"Index":"5","Events":[]}', '{"Index":5,"Events":{}}', '{"Index":5']) {
       expect(() => decodeFrame(line)).toThrow(NomadDecodeError);
     }
+  });
+
+  it('skips and counts elements of Events that are not events, keeping their neighbours', () => {
+    const good = '{"Topic":"Job","Type":"JobRegistered","Key":"web","Namespace":"default","FilterKeys":null,"Index":5,"Payload":{"Job":{"ID":"web"}}}';
+    const frame = decodeFrame(`{"Index":5,"Events":[{"Topic":1},${good},null,"x",{"Topic":"Job","Index":5}]}`);
+    expect(frame?.skipped).toBe(4);
+    expect(frame?.Events.map((e) => e.Key)).toEqual(['web']);
   });
 
   it('does not take an allocation event without an allocation for one', () => {
