@@ -77,6 +77,45 @@ describe('FakeNomad scripting API', () => {
     expect(cluster.evaluation(blocked.ID)).toMatchObject({ Status: 'canceled', StatusDescription: `evaluation "${deregister.ID}" successful` });
   });
 
+  it('batch_job: a batch job runs to completion and the job goes dead: the recorded batches', () => {
+    const { cluster } = env.fake;
+    cluster.registerJob(scenarioJob('batch_job'));
+    const [alloc] = cluster.placeAllocations('batch-job');
+    expect(alloc!.DeploymentID).toBeUndefined();
+    cluster.startTask(alloc!.ID);
+    cluster.completeTask(alloc!.ID);
+    expect(cluster.job('batch-job')!.Status).toBe('dead');
+    cluster.deregisterJob('batch-job', { purge: true });
+    expect(published()).toEqual(recordedKinds('batch_job'));
+  });
+
+  it('rolling_update: v0 to healthy, then v1 replacing one allocation at a time: the recorded batches', () => {
+    const { cluster } = env.fake;
+    const scenario = readScenario(join(FIXTURES, 'scenarios', 'rolling_update'));
+    cluster.registerJob(scenarioJob('rolling_update'));
+    const v0 = cluster.placeAllocations('rolling-update').map((a) => a.ID);
+    cluster.batch(() => v0.forEach((id) => cluster.startTask(id)));
+    cluster.batch(() => v0.forEach((id) => cluster.setAllocHealth(id, true)));
+    cluster.setDeploymentStatus(cluster.allocation(v0[0]!)!.DeploymentID!, 'successful');
+    cluster.registerJob(parseJobHcl(scenario.hclV1!));
+    for (const [step, old] of v0.entries()) {
+      if (step > 0) {
+        const watcher = cluster.createEvaluation('rolling-update', { TriggeredBy: 'deployment-watcher' }, { type: 'AllocationUpdateDesiredStatus' });
+        expect(watcher.Type).toBe('service');
+      }
+      const [next] = cluster.placeAllocations('rolling-update', { count: 1, stop: [old] });
+      expect(cluster.allocation(old)).toMatchObject({ DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' });
+      cluster.batch(() => {
+        cluster.killTasks(old);
+        cluster.startTask(next!.ID);
+      });
+      cluster.setAllocHealth(next!.ID, true);
+    }
+    const mine = published();
+    expect(mine.length).toBeGreaterThan(20);
+    expect(mine).toEqual(recordedKinds('rolling_update').slice(0, mine.length));
+  });
+
   it('moves tasks through states with their events, restarts and failures', () => {
     const { cluster } = env.fake;
     cluster.registerJob(serviceJob('web', { TaskGroups: [{ Name: 'app', Count: 1, Tasks: [{ Name: 'main', Driver: 'raw_exec' }, { Name: 'side', Driver: 'raw_exec' }] }] }));

@@ -44,6 +44,8 @@ export interface PlaceOptions {
   /** Evaluation that does the placing; default: the job's newest pending evaluation, or a new one. */
   evalId?: string;
   canary?: boolean;
+  /** Allocations the same plan stops (a rolling update replaces old versions as it places new ones). */
+  stop?: readonly string[];
 }
 
 export class ClusterState extends ClusterStore {
@@ -82,7 +84,7 @@ export class ClusterState extends ClusterStore {
       const changed = previous === undefined || specChanged(previous, canonical);
       const version = previous === undefined ? 0 : Number(previous.Version) + (changed ? 1 : 0);
       const job: JsonObject = {
-        ...canonical, Stop: false, Status: 'pending', Stable: false, Version: version, SubmitTime: this.nowNanos(),
+        ...canonical, Stop: false, Status: this.registeredStatus(canonical), Stable: false, Version: version, SubmitTime: this.nowNanos(),
         CreateIndex: previous?.CreateIndex ?? index, ModifyIndex: index, JobModifyIndex: index,
       };
       const record = existing ?? { versions: new Map(), current: job, summaryIndex: index };
@@ -94,6 +96,12 @@ export class ClusterState extends ClusterStore {
       return { index, evaluation: this.newEvaluation(job, 'job-register', 'JobRegistered') };
     });
     return { job: this.jobs.get(key)!.current as Job, evaluation: omitEmpty(evaluation) as Evaluation, index };
+  }
+
+  /** A registered job's status: running while it has live allocations, else pending on its new evaluation. */
+  private registeredStatus(job: JsonObject): string {
+    const allocs = [...this.allocs.values()].filter((a) => a.JobID === job.ID && a.Namespace === job.Namespace);
+    return jobStatus({ ...job, Stop: false }, allocs, [{ Status: 'pending' }]);
   }
 
   /** DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event), and stops its allocations. */
@@ -176,6 +184,10 @@ export class ClusterState extends ClusterStore {
         evaluation.DeploymentID = deployment.ID;
       }
       this.publish('Evaluation', 'PlanResult', evaluation);
+      for (const id of options.stop ?? []) {
+        this.requireAlloc(id);
+        this.updateAlloc(id, 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' }, true);
+      }
       this.refreshJobStatus(job, 'PlanResult');
       return { allocs, evaluation };
     });
@@ -292,9 +304,10 @@ export class ClusterState extends ClusterStore {
   }
 
   /** Creates an evaluation for a job (any TriggeredBy, Status, FailedTGAllocs, WaitUntil ...). */
-  createEvaluation(jobId: string, fields: JsonObject & { TriggeredBy?: string } = {}, namespace = 'default'): Evaluation {
-    const job = this.requireJob(jobId, namespace);
-    const evaluation = this.batch(() => this.newEvaluation(job, fields.TriggeredBy ?? 'job-register', 'EvaluationUpdated', fields));
+  createEvaluation(jobId: string, fields: JsonObject & { TriggeredBy?: string } = {}, options: { namespace?: string; type?: string } = {}): Evaluation {
+    const job = this.requireJob(jobId, options.namespace ?? 'default');
+    // The raft message that creates it names the event: EvaluationUpdated, or e.g. AllocationUpdateDesiredStatus for the deployment watcher's.
+    const evaluation = this.batch(() => this.newEvaluation(job, fields.TriggeredBy ?? 'job-register', options.type ?? 'EvaluationUpdated', fields));
     return omitEmpty(evaluation) as Evaluation;
   }
 
