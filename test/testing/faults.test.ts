@@ -107,6 +107,16 @@ describe('FakeNomad fault switches', () => {
     expect((await call(env.fake.address, 'GET', '/v1/status/leader')).text).toBe('"127.0.0.1:4647"');
   });
 
+  it('endStreams() ends every stream cleanly, as a server shutdown does', async () => {
+    const stream = await openStream(env.fake, '?index=1');
+    await settle(10);
+    env.fake.endStreams();
+    await settle(10);
+    expect(stream.ended).toBe(true);
+    expect(stream.dataLines()).toHaveLength(10);
+    expect((await call(env.fake.address, 'GET', '/v1/jobs')).status).toBe(200);
+  });
+
   it('close() ends every stream and clears its timers', async () => {
     const stream = await openStream(env.fake, '?index=1');
     await settle(10);

@@ -43,7 +43,10 @@ describe('FakeNomad jobs', () => {
             delay = "1m30s" }
           task "t" {
             driver = "docker"
-            env { GREETING = "say \\"hi\\"" }
+            env {
+              GREETING = "say \\"hi\\""
+              LITERAL  = "$\${NOMAD_ALLOC_DIR} and \${NOMAD_TASK_DIR}"
+            }
             config {
               args = [
                 "a", "b",
@@ -62,7 +65,7 @@ describe('FakeNomad jobs', () => {
     expect(job.Meta).toEqual({ owner: 'team-a' });
     expect(group.Count).toBe(3);
     expect(group.RestartPolicy).toEqual({ Attempts: 1, Delay: 90e9 });
-    expect(task.Env).toEqual({ GREETING: 'say "hi"' });
+    expect(task.Env).toEqual({ GREETING: 'say "hi"', LITERAL: '${NOMAD_ALLOC_DIR} and ${NOMAD_TASK_DIR}' });
     expect(task.Config).toEqual({ args: ['a', 'b'], script: 'echo one\necho two\n' });
     expect(() => parseJobHcl('job "x" {\n  count = var.n\n}')).toThrow(/^input\.hcl:2,11: expressions/);
   });

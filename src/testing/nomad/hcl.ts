@@ -96,8 +96,10 @@ class HclReader {
           out += String.fromCodePoint(parseInt(this.text.slice(this.pos, this.pos + 4), 16));
           this.pos += 4;
         } else this.fail(`invalid escape "\\${escaped}"`);
-      } else if (char === '$' && this.text.startsWith('${', this.pos - 1) && this.text[this.pos - 2] === '$') {
-        out = `${out.slice(0, -1)}$`;
+      } else if (char === '$' && this.text.startsWith('${', this.pos)) {
+        // "$${" is HCL's escape for a literal "${".
+        out += '$';
+        this.pos++;
       } else out += char;
     }
   }
