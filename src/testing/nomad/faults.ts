@@ -59,7 +59,7 @@ export class FaultSwitches {
     return this;
   }
 
-  /** Answers matching requests with a 5xx (default 500 "Internal Server Error"-like text). */
+  /** Answers matching requests with an error status (default 500) and a plain-text body, as Nomad writes errors. */
   failRequests(failure: RequestFailure = {}): this {
     this.failures.push({
       value: { status: failure.status ?? 500, body: failure.body ?? 'rpc error: fake Nomad fault', ...(failure.path === undefined ? {} : { path: failure.path }) },
@@ -76,7 +76,9 @@ export class FaultSwitches {
 
   /** @internal The plan for a new stream connection, if any. */
   takeStreamPlan(): StreamFaultPlan | undefined {
-    return take(this.streamPlans)?.value;
+    const plan = take(this.streamPlans);
+    this.streamPlans = this.streamPlans.filter((p) => p.remaining > 0);
+    return plan;
   }
 
   /** @internal Whether to drop a new connection. */
@@ -88,19 +90,18 @@ export class FaultSwitches {
 
   /** @internal The failure to answer a request for `path` with, if any. */
   takeFailure(path: string): { status: number; body: string } | undefined {
-    const matching = this.failures.filter((f) => matches(f.value.path, path));
-    const failure = take(matching);
+    const failure = take(this.failures.filter((f) => matches(f.value.path, path)));
     this.failures = this.failures.filter((f) => f.remaining > 0);
-    return failure?.value;
+    return failure;
   }
 }
 
-function take<T>(queue: Counted<T>[]): Counted<T> | undefined {
+/** Spends one use of the first item with uses left. */
+function take<T>(queue: readonly Counted<T>[]): T | undefined {
   const head = queue.find((item) => item.remaining > 0);
-  if (head) head.remaining--;
-  const index = queue.findIndex((item) => item.remaining <= 0);
-  if (index >= 0 && queue[index] !== head) queue.splice(index, 1);
-  return head;
+  if (head === undefined) return undefined;
+  head.remaining--;
+  return head.value;
 }
 
 function matches(pattern: string | RegExp | undefined, path: string): boolean {
