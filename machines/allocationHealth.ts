@@ -162,5 +162,4 @@ export const allocationHealthMachine = healthSetup.createMachine({
   output: ({ context }) => context.outcome as HealthOutcome,
 });
 
-export type AllocationHealthMachine = typeof allocationHealthMachine;
 export type AllocationHealthState = 'pending' | 'running' | 'minHealthyWait' | 'healthy' | 'unhealthy' | 'stopped';
