@@ -7,11 +7,11 @@
  */
 import { join } from 'node:path';
 import { request } from 'undici';
-import { VirtualClock, settle } from '../../src/clock/index.js';
-import { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { settle } from '../../src/clock/index.js';
+import type { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { parseLossless } from '../../src/testing/losslessJson.js';
 import { readApiExchanges, readScenario, readStreamRecording, type ApiExchange } from '../../src/testing/recording.js';
-import { FIXTURES, call, type Answer } from './helpers.js';
+import { FIXTURES, call, useFake, type Answer } from './helpers.js';
 
 /**
  * Where `ours` differs in shape from `recorded` (undefined when alike): objects need the same keys,
@@ -149,13 +149,7 @@ function expectSameAnswer(recorded: ApiExchange, answer: Answer): void {
 }
 
 describe('FakeNomad answers every recorded Nomad 1.1.2 exchange alike', () => {
-  let fake: FakeNomad;
-  let clock: VirtualClock;
-  beforeEach(async () => {
-    clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 17, 5) });
-    fake = await FakeNomad.start({ clock });
-  });
-  afterEach(() => fake.close());
+  const env = useFake({}, Date.UTC(2026, 10, 29, 17, 5));
 
   it('has a case for every recorded exchange', () => {
     expect([...exchanges.keys()].sort()).toEqual([...Object.keys(CASES), ...STREAMING].sort());
@@ -163,29 +157,29 @@ describe('FakeNomad answers every recorded Nomad 1.1.2 exchange alike', () => {
 
   it.each(Object.entries(CASES))('%s', async (name, testCase) => {
     const recorded = exchange(name);
-    const id = testCase.prepare?.(fake) ?? '';
+    const id = testCase.prepare?.(env.fake) ?? '';
     const path = testCase.path?.(recorded, id) ?? recorded.request.path;
     const body = testCase.body?.(recorded, id) ?? recorded.request.body ?? undefined;
-    const answer = await call(fake.address, recorded.request.method, `${path}${queryString(recorded)}`, body ?? undefined);
+    const answer = await call(env.fake.address, recorded.request.method, `${path}${queryString(recorded)}`, body ?? undefined);
     expectSameAnswer(recorded, answer);
   });
 
   it.each(['event_stream_bad_index', 'event_stream_bad_topic'])('%s', async (name) => {
     const recorded = exchange(name);
-    expectSameAnswer(recorded, await call(fake.address, 'GET', `${recorded.request.path}${queryString(recorded)}`));
+    expectSameAnswer(recorded, await call(env.fake.address, 'GET', `${recorded.request.path}${queryString(recorded)}`));
   });
 
   it('blocking_query_timeout: answers after wait plus at most wait/16 of jitter, same index, full list', async () => {
     const recorded = exchange('blocking_query_timeout');
-    fake.replay(readStreamRecording(join(FIXTURES, 'api', 'event_stream_index_1.jsonl')), { immediate: true });
-    const index = Number((await call(fake.address, 'GET', '/v1/allocations')).headers['x-nomad-index']);
+    env.fake.replay(readStreamRecording(join(FIXTURES, 'api', 'event_stream_index_1.jsonl')), { immediate: true });
+    const index = Number((await call(env.fake.address, 'GET', '/v1/allocations')).headers['x-nomad-index']);
     let answer: Answer | undefined;
-    void call(fake.address, 'GET', `/v1/allocations?index=${index}&wait=2s`).then((a) => (answer = a));
+    void call(env.fake.address, 'GET', `/v1/allocations?index=${index}&wait=2s`).then((a) => (answer = a));
     await settle(20);
-    clock.advance(1999);
+    env.clock.advance(1999);
     await settle(20);
     expect(answer).toBeUndefined();
-    clock.advance(2000 / 16 + 1);
+    env.clock.advance(2000 / 16 + 1);
     await settle(20);
     expect(answer).toBeDefined();
     expectSameAnswer(recorded, answer!);
@@ -194,7 +188,7 @@ describe('FakeNomad answers every recorded Nomad 1.1.2 exchange alike', () => {
 
   /** Opens the stream, collects the lines present once the fake has written its replay, and closes. */
   async function streamLines(path: string): Promise<{ status: number; headers: Record<string, string>; lines: string[] }> {
-    const response = await request(`${fake.address}${path}`);
+    const response = await request(`${env.fake.address}${path}`);
     let text = '';
     response.body.on('data', (chunk: Buffer) => (text += chunk.toString()));
     await settle(50);
@@ -211,7 +205,7 @@ describe('FakeNomad answers every recorded Nomad 1.1.2 exchange alike', () => {
     ['event_stream_index_current_plus_1', '?index=298&topic=Job&topic=Evaluation&topic=Allocation&topic=Deployment'],
   ])('%s: {} first, then the batches Nomad replayed', async (name, query) => {
     const recorded = exchange(name) as ApiExchange & { event_indexes: number[] };
-    fake.replay(readStreamRecording(join(FIXTURES, 'api', 'event_stream_index_1.jsonl')), { immediate: true });
+    env.fake.replay(readStreamRecording(join(FIXTURES, 'api', 'event_stream_index_1.jsonl')), { immediate: true });
     const answer = await streamLines(`/v1/event/stream${query}`);
     expect(answer.status).toBe(200);
     expect(headerSet(answer.headers)).toEqual(headerSet(recorded.response.headers));
@@ -230,24 +224,20 @@ describe('FakeNomad answers every recorded Nomad 1.1.2 exchange alike', () => {
  * cannot tell a scripted cluster from the recorded agent by the shape of what it reads.
  */
 describe('a scripted cluster answers with the recorded shapes', () => {
-  let fake: FakeNomad;
-  beforeEach(async () => {
-    fake = await FakeNomad.start({ clock: new VirtualClock({ start: Date.UTC(2026, 10, 29, 17, 5) }) });
-  });
-  afterEach(() => fake.close());
+  const env = useFake({}, Date.UTC(2026, 10, 29, 17, 5));
 
   /** Registers the recorded job of healthy_task_states through PUT /v1/jobs and runs it to healthy. */
   async function runHealthyScenario(): Promise<{ allocId: string; deploymentId: string; evalId: string }> {
-    const registered = await call(fake.address, 'PUT', '/v1/jobs', exchange('register_job').request.body!);
+    const registered = await call(env.fake.address, 'PUT', '/v1/jobs', exchange('register_job').request.body!);
     expectSameAnswer(exchange('register_job'), registered);
-    const allocs = fake.cluster.placeAllocations('healthy-task-states');
+    const allocs = env.fake.cluster.placeAllocations('healthy-task-states');
     for (const alloc of allocs) {
-      fake.cluster.receiveAllocation(alloc.ID);
-      fake.cluster.startTask(alloc.ID);
-      fake.cluster.setAllocHealth(alloc.ID, true);
+      env.fake.cluster.receiveAllocation(alloc.ID);
+      env.fake.cluster.startTask(alloc.ID);
+      env.fake.cluster.setAllocHealth(alloc.ID, true);
     }
     const deploymentId = allocs[0]!.DeploymentID!;
-    fake.cluster.setDeploymentStatus(deploymentId, 'successful');
+    env.fake.cluster.setDeploymentStatus(deploymentId, 'successful');
     return { allocId: allocs[0]!.ID, deploymentId, evalId: (JSON.parse(registered.text) as { EvalID: string }).EvalID };
   }
 
@@ -260,17 +250,17 @@ describe('a scripted cluster answers with the recorded shapes', () => {
     ['get_evaluation_complete', (ids: { evalId: string }) => `/v1/evaluation/${ids.evalId}`],
   ] as const)('%s', async (name, path) => {
     const ids = await runHealthyScenario();
-    expectSameAnswer(exchange(name), await call(fake.address, 'GET', path(ids)));
+    expectSameAnswer(exchange(name), await call(env.fake.address, 'GET', path(ids)));
   });
 
   it.each(['get_evaluation_failed_tg_allocs', 'get_evaluation_blocked'])('%s', async (name) => {
-    fake.cluster.registerJob({
+    env.fake.cluster.registerJob({
       ID: 'placement-failure', Datacenters: ['dc1'],
       Update: { HealthCheck: 'task_states', MinHealthyTime: 2e9, HealthyDeadline: 20e9, ProgressDeadline: 30e9 },
       TaskGroups: [{ Name: 'app', Tasks: [{ Name: 'main', Driver: 'raw_exec', Resources: { CPU: 20, MemoryMB: 1_000_000 } }] }],
     });
-    const { evaluation, blocked } = fake.cluster.failPlacement('placement-failure');
+    const { evaluation, blocked } = env.fake.cluster.failPlacement('placement-failure');
     const id = name === 'get_evaluation_blocked' ? blocked.ID : evaluation.ID;
-    expectSameAnswer(exchange(name), await call(fake.address, 'GET', `/v1/evaluation/${id}`));
+    expectSameAnswer(exchange(name), await call(env.fake.address, 'GET', `/v1/evaluation/${id}`));
   });
 });

@@ -1,10 +1,8 @@
 import { join } from 'node:path';
-import { VirtualClock } from '../../src/clock/index.js';
-import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { parseLossless } from '../../src/testing/losslessJson.js';
 import { listScenarios, readScenario } from '../../src/testing/recording.js';
 import { parseJobHcl } from '../../src/testing/nomad/hcl.js';
-import { FIXTURES, call, serviceJob } from './helpers.js';
+import { FIXTURES, call, serviceJob, useFake } from './helpers.js';
 
 const SCENARIOS = join(FIXTURES, 'scenarios');
 /** Fields the agent sets at registration time: indexes, submit time, status. */
@@ -15,19 +13,15 @@ function withoutVolatile(job: Record<string, unknown>): Record<string, unknown> 
 }
 
 describe('FakeNomad jobs', () => {
-  let fake: FakeNomad;
-  beforeEach(async () => {
-    fake = await FakeNomad.start({ clock: new VirtualClock({ start: Date.UTC(2026, 10, 29, 17) }) });
-  });
-  afterEach(() => fake.close());
+  const env = useFake();
 
   it.each(listScenarios(SCENARIOS))('%s: job.hcl through /v1/jobs/parse and PUT /v1/jobs is stored as Nomad stored it', async (name) => {
     const scenario = readScenario(join(SCENARIOS, name));
-    const parsed = await call(fake.address, 'POST', '/v1/jobs/parse', { JobHCL: scenario.hcl });
+    const parsed = await call(env.fake.address, 'POST', '/v1/jobs/parse', { JobHCL: scenario.hcl });
     expect(parsed.status).toBe(200);
-    const registered = await call(fake.address, 'PUT', '/v1/jobs', `{"Job":${parsed.text}}`);
+    const registered = await call(env.fake.address, 'PUT', '/v1/jobs', `{"Job":${parsed.text}}`);
     expect(registered.status).toBe(200);
-    const stored = await call(fake.address, 'GET', `/v1/job/${scenario.meta.job_id}`);
+    const stored = await call(env.fake.address, 'GET', `/v1/job/${scenario.meta.job_id}`);
     expect(withoutVolatile(parseLossless(stored.text) as Record<string, unknown>)).toEqual(withoutVolatile(scenario.job as Record<string, unknown>));
   });
 
@@ -71,70 +65,73 @@ describe('FakeNomad jobs', () => {
   });
 
   it('answers an unparsable or empty spec with 400', async () => {
-    expect(await call(fake.address, 'POST', '/v1/jobs/parse', { JobHCL: '' })).toMatchObject({ status: 400, text: 'Job spec is empty' });
-    const broken = await call(fake.address, 'POST', '/v1/jobs/parse', { JobHCL: 'job "x" {' });
+    expect(await call(env.fake.address, 'POST', '/v1/jobs/parse', { JobHCL: '' })).toMatchObject({ status: 400, text: 'Job spec is empty' });
+    const broken = await call(env.fake.address, 'POST', '/v1/jobs/parse', { JobHCL: 'job "x" {' });
     expect(broken.status).toBe(400);
     expect(broken.text).toMatch(/^input\.hcl:1,\d+: /);
   });
 
   it('keeps versions, bumps one only when the spec changes, and honours EnforceIndex', async () => {
-    const first = fake.cluster.registerJob(serviceJob('web'));
-    const same = fake.cluster.registerJob(serviceJob('web'));
+    const first = env.fake.cluster.registerJob(serviceJob('web'));
+    const same = env.fake.cluster.registerJob(serviceJob('web'));
     expect(same.job.Version).toBe(0);
     expect(same.job.JobModifyIndex).toBeGreaterThan(first.job.JobModifyIndex as number);
-    const changed = fake.cluster.registerJob(serviceJob('web', { Meta: { v: '2' } }));
+    const changed = env.fake.cluster.registerJob(serviceJob('web', { Meta: { v: '2' } }));
     expect(changed.job.Version).toBe(1);
-    const versions = parseLossless((await call(fake.address, 'GET', '/v1/job/web/versions')).text) as { Versions: { Version: number }[] };
+    const versions = parseLossless((await call(env.fake.address, 'GET', '/v1/job/web/versions')).text) as { Versions: { Version: number }[] };
     expect(versions.Versions.map((v) => v.Version)).toEqual([1, 0]);
-    const v0 = parseLossless((await call(fake.address, 'GET', '/v1/job/web?version=0')).text) as { Version: number };
+    const v0 = parseLossless((await call(env.fake.address, 'GET', '/v1/job/web?version=0')).text) as { Version: number };
     expect(v0.Version).toBe(0);
 
-    const stale = await call(fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('web'), EnforceIndex: true, JobModifyIndex: first.job.JobModifyIndex });
+    const stale = await call(env.fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('web'), EnforceIndex: true, JobModifyIndex: first.job.JobModifyIndex });
     expect(stale.status).toBe(500);
     expect(stale.text).toBe(`Enforcing job modify index ${String(first.job.JobModifyIndex)}: job exists with conflicting job modify index: ${String(changed.job.JobModifyIndex)}`);
-    const create = await call(fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('web'), EnforceIndex: true, JobModifyIndex: 0 });
+    const create = await call(env.fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('web'), EnforceIndex: true, JobModifyIndex: 0 });
     expect(create.text).toBe('Enforcing job modify index 0: job already exists');
-    const ok = await call(fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('web', { Meta: { v: '3' } }), EnforceIndex: true, JobModifyIndex: changed.job.JobModifyIndex });
+    const ok = await call(env.fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('web', { Meta: { v: '3' } }), EnforceIndex: true, JobModifyIndex: changed.job.JobModifyIndex });
     expect(ok.status).toBe(200);
     expect(ok.headers['x-nomad-index']).toBe(String((JSON.parse(ok.text) as { Index: number }).Index));
   });
 
   it('refuses bad specs with Nomad texts and keeps its state', async () => {
-    fake.cluster.registerJob(serviceJob('web'));
-    const before = fake.cluster.index;
-    expect(await call(fake.address, 'PUT', '/v1/jobs', '{"Job": {"ID": "broken", ')).toMatchObject({ status: 400, text: 'unexpected EOF' });
-    expect(await call(fake.address, 'PUT', '/v1/jobs', '')).toMatchObject({ status: 400, text: 'EOF' });
-    expect(await call(fake.address, 'PUT', '/v1/jobs', { Job: { ID: 'x', Datacenters: 'dc1' } })).toMatchObject({
+    env.fake.cluster.registerJob(serviceJob('web'));
+    const before = env.fake.cluster.index;
+    expect(await call(env.fake.address, 'PUT', '/v1/jobs', '{"Job": {"ID": "broken", ')).toMatchObject({ status: 400, text: 'unexpected EOF' });
+    expect(await call(env.fake.address, 'PUT', '/v1/jobs', '')).toMatchObject({ status: 400, text: 'EOF' });
+    expect(await call(env.fake.address, 'PUT', '/v1/jobs', { Job: { ID: 'x', Datacenters: 'dc1' } })).toMatchObject({
       status: 400, text: 'json: cannot unmarshal string into Go struct field Job.Job.Datacenters of type []string',
     });
-    const invalid = await call(fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('bad', { Datacenters: [], TaskGroups: [] }) });
+    const invalid = await call(env.fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('bad', { Datacenters: [], TaskGroups: [] }) });
     expect(invalid).toMatchObject({ status: 500, text: '2 errors occurred:\n\t* Missing job datacenters\n\t* Missing job task groups\n\n' });
-    expect(await call(fake.address, 'PUT', '/v1/job/other', { Job: serviceJob('web') })).toMatchObject({ status: 400, text: 'Job ID does not match name' });
-    expect(await call(fake.address, 'PATCH', '/v1/jobs')).toMatchObject({ status: 405, text: 'Invalid method' });
-    expect(await call(fake.address, 'GET', '/v1/nothing')).toMatchObject({ status: 404, text: '' });
-    expect(fake.cluster.index).toBe(before);
-    expect(fake.cluster.job('web')?.ID).toBe('web');
+    expect(await call(env.fake.address, 'PUT', '/v1/job/other', { Job: serviceJob('web') })).toMatchObject({ status: 400, text: 'Job ID does not match name' });
+    expect(await call(env.fake.address, 'PATCH', '/v1/jobs')).toMatchObject({ status: 405, text: 'Invalid method' });
+    expect(await call(env.fake.address, 'GET', '/v1/nothing')).toMatchObject({ status: 404, text: '' });
+    expect(await call(env.fake.address, 'GET', '/v1/job/%zz')).toMatchObject({ status: 400, text: 'invalid URL escape "%zz"' });
+    expect(await call(env.fake.address, 'PUT', '/v1/jobs', '[1]')).toMatchObject({ status: 400, text: 'json: cannot unmarshal array into Go value of type api.JobRegisterRequest' });
+    expect(await call(env.fake.address, 'POST', '/v1/jobs/parse', '"x"')).toMatchObject({ status: 400, text: 'json: cannot unmarshal string into Go value of type api.JobsParseRequest' });
+    expect(env.fake.cluster.index).toBe(before);
+    expect(env.fake.cluster.job('web')?.ID).toBe('web');
   });
 
   it('stops a job with a Job event, purges it without one', async () => {
-    fake.cluster.registerJob(serviceJob('web'));
-    const [alloc] = fake.cluster.placeAllocations('web');
-    const start = fake.cluster.index;
-    const stopped = await call(fake.address, 'DELETE', '/v1/job/web');
+    env.fake.cluster.registerJob(serviceJob('web'));
+    const [alloc] = env.fake.cluster.placeAllocations('web');
+    const start = env.fake.cluster.index;
+    const stopped = await call(env.fake.address, 'DELETE', '/v1/job/web');
     expect(stopped.status).toBe(200);
-    expect(fake.cluster.job('web')?.Stop).toBe(true);
-    expect(fake.cluster.allocation(alloc!.ID)?.DesiredStatus).toBe('stop');
-    const stopEvents = fake.broker.buffered().filter((b) => b.Index > start).flatMap((b) => b.Events);
+    expect(env.fake.cluster.job('web')?.Stop).toBe(true);
+    expect(env.fake.cluster.allocation(alloc!.ID)?.DesiredStatus).toBe('stop');
+    const stopEvents = env.fake.broker.buffered().filter((b) => b.Index > start).flatMap((b) => b.Events);
     expect(stopEvents.find((e) => e.Topic === 'Job')?.Type).toBe('JobDeregistered');
-    expect(fake.cluster.deployment(alloc!.DeploymentID!)?.Status).toBe('cancelled');
+    expect(env.fake.cluster.deployment(alloc!.DeploymentID!)?.Status).toBe('cancelled');
 
-    fake.cluster.registerJob(serviceJob('api'));
-    const beforePurge = fake.cluster.index;
-    expect((await call(fake.address, 'DELETE', '/v1/job/api?purge=true')).status).toBe(200);
-    const purgeEvents = fake.broker.buffered().filter((b) => b.Index > beforePurge).flatMap((b) => b.Events);
+    env.fake.cluster.registerJob(serviceJob('api'));
+    const beforePurge = env.fake.cluster.index;
+    expect((await call(env.fake.address, 'DELETE', '/v1/job/api?purge=true')).status).toBe(200);
+    const purgeEvents = env.fake.broker.buffered().filter((b) => b.Index > beforePurge).flatMap((b) => b.Events);
     expect(purgeEvents.some((e) => e.Topic === 'Job')).toBe(false);
     expect(purgeEvents.find((e) => e.Topic === 'Evaluation')?.Type).toBe('JobDeregistered');
-    expect(await call(fake.address, 'GET', '/v1/job/api')).toMatchObject({ status: 404, text: 'job not found' });
-    expect(await call(fake.address, 'DELETE', '/v1/job/api')).toMatchObject({ status: 404, text: 'job not found' });
+    expect(await call(env.fake.address, 'GET', '/v1/job/api')).toMatchObject({ status: 404, text: 'job not found' });
+    expect(await call(env.fake.address, 'DELETE', '/v1/job/api')).toMatchObject({ status: 404, text: 'job not found' });
   });
 });

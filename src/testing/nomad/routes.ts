@@ -62,20 +62,33 @@ function objectRoute(pattern: RegExp, table: Table, notFound: string, read: (ctx
     methods: GET,
     pattern,
     handler: (ctx) => query(ctx, () => {
-      const object = read(ctx, decodeURIComponent(ctx.params[0]!));
+      const object = read(ctx, pathParam(ctx));
       return object === undefined ? { index: ctx.cluster.tableIndex(table), notFound } : { index: Number(object.ModifyIndex), value: object };
     }),
   };
 }
 
-async function writeBody(ctx: RouteContext): Promise<JsonObject> {
+/** The request body as a JSON object; Go's decoding errors otherwise, naming the request type. */
+async function writeBody(ctx: RouteContext, goType: string): Promise<JsonObject> {
   const body = decodeBody(await readBody(ctx.req));
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new NomadApiError(400, 'json: cannot unmarshal into request');
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new NomadApiError(400, `json: cannot unmarshal ${Array.isArray(body) ? 'array' : body === null ? 'null' : typeof body} into Go value of type ${goType}`);
+  }
   return body as JsonObject;
 }
 
+/** A path segment, unescaped; a broken escape is the 400 Go's URL parser answers. */
+function pathParam(ctx: RouteContext): string {
+  const raw = ctx.params[0]!;
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new NomadApiError(400, `invalid URL escape ${JSON.stringify(/%(?![0-9a-fA-F]{2}).{0,2}/.exec(raw)?.[0] ?? raw)}`);
+  }
+}
+
 async function register(ctx: RouteContext, pathId?: string): Promise<void> {
-  const body = await writeBody(ctx);
+  const body = await writeBody(ctx, 'api.JobRegisterRequest');
   const job = body.Job as JsonObject | null | undefined;
   if (job === undefined || job === null) throw new NomadApiError(400, 'Job must be specified');
   if (pathId !== undefined && typeof job === 'object' && job.ID !== pathId) throw new NomadApiError(400, 'Job ID does not match name');
@@ -96,9 +109,7 @@ function namespaceOf(ctx: RouteContext): string {
   return ctx.url.searchParams.get('namespace') || 'default';
 }
 
-function jobId(ctx: RouteContext): string {
-  return decodeURIComponent(ctx.params[0]!);
-}
+const jobId = pathParam;
 
 export const ROUTES: readonly Route[] = [
   listRoute(/^\/v1\/jobs$/, 'jobs', (ctx) => ctx.cluster.listJobs(listOptions(ctx))),
@@ -107,7 +118,7 @@ export const ROUTES: readonly Route[] = [
     methods: WRITE,
     pattern: /^\/v1\/jobs\/parse$/,
     handler: async (ctx) => {
-      const body = await writeBody(ctx);
+      const body = await writeBody(ctx, 'api.JobsParseRequest');
       if (typeof body.JobHCL !== 'string' || body.JobHCL.trim() === '') throw new NomadApiError(400, 'Job spec is empty');
       sendJson(ctx.req, ctx.res, parseJobHcl(body.JobHCL));
     },
@@ -147,19 +158,19 @@ export const ROUTES: readonly Route[] = [
   listRoute(/^\/v1\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations(listOptions(ctx))),
   objectRoute(/^\/v1\/allocation\/([^/]+)$/, 'allocs', 'alloc not found', (ctx, id) => ctx.cluster.allocation(id)),
   listRoute(/^\/v1\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations(listOptions(ctx))),
-  listRoute(/^\/v1\/evaluation\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === ctx.params[0])),
+  listRoute(/^\/v1\/evaluation\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === pathParam(ctx))),
   objectRoute(/^\/v1\/evaluation\/([^/]+)$/, 'evals', 'eval not found', (ctx, id) => ctx.cluster.evaluation(id)),
   listRoute(/^\/v1\/deployments$/, 'deployment', (ctx) => ctx.cluster.listDeployments(listOptions(ctx))),
   listRoute(/^\/v1\/deployment\/allocations\/([^/]+)$/, 'allocs', (ctx) =>
-    ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === ctx.params[0]),
+    ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === pathParam(ctx)),
   ),
   {
     methods: WRITE,
     pattern: /^\/v1\/deployment\/promote\/([^/]+)$/,
     handler: async (ctx) => {
-      const body = await writeBody(ctx);
+      const body = await writeBody(ctx, 'structs.DeploymentPromoteRequest');
       if (typeof body.DeploymentID !== 'string' || body.DeploymentID === '') throw new NomadApiError(400, 'DeploymentID must be specified');
-      if (body.DeploymentID !== ctx.params[0]) throw new NomadApiError(400, 'Deployment ID does not match');
+      if (body.DeploymentID !== pathParam(ctx)) throw new NomadApiError(400, 'Deployment ID does not match');
       const groups = body.All === true ? undefined : ((body.Groups as string[] | null) ?? []);
       const { evaluation, index } = ctx.cluster.promoteDeployment(body.DeploymentID, groups);
       sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: index, EvalID: evaluation.ID, Index: index, RevertedJobVersion: null }, { index });
@@ -169,7 +180,7 @@ export const ROUTES: readonly Route[] = [
     methods: WRITE,
     pattern: /^\/v1\/deployment\/fail\/([^/]+)$/,
     handler: (ctx) => {
-      const deployment = ctx.cluster.setDeploymentStatus(ctx.params[0]!, 'failed');
+      const deployment = ctx.cluster.setDeploymentStatus(pathParam(ctx), 'failed');
       const index = Number(deployment.ModifyIndex);
       sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: 0, EvalID: '', Index: index, RevertedJobVersion: null }, { index });
     },
