@@ -66,9 +66,10 @@ function expectationFor(replay: Replay, allocation: ExpectedAllocation): Expecta
   if (allocation.verdict === 'unhealthy' && events.length === 0 && allocation.DesiredStatus === 'stop') return { kind: 'stopped' };
   const nomadAt = ms(allocation.DeploymentStatus?.Timestamp as string);
   if (allocation.verdict === 'healthy') {
-    const at = latestEvaluatedStart(group, allocation.TaskStates_extra) + minHealthyMs;
-    expect(Math.abs(at - nomadAt)).toBeLessThan(100); // the README's promise about the data itself
-    return { kind: 'verdict', healthy: true, reasons: {}, at, toleranceMs: 100, why: 'StartedAt + min_healthy_time' };
+    // Within 100 ms of Nomad's own timestamp; the data Warden reads it from (StartedAt + min_healthy_time) agrees.
+    const fromData = latestEvaluatedStart(group, allocation.TaskStates_extra) + minHealthyMs;
+    expect(Math.abs(fromData - nomadAt)).toBeLessThan(100);
+    return { kind: 'verdict', healthy: true, reasons: {}, at: nomadAt, toleranceMs: 100, why: "Nomad's healthy Timestamp" };
   }
   const successfulPoststart = group.Tasks.some((task) => {
     const state = allocation.TaskStates_extra[task.Name] as ExpectedTaskState;
