@@ -45,7 +45,11 @@ function shapeDifference(ours: unknown, recorded: unknown, path = '$'): string |
   return undefined;
 }
 
-/** Headers that vary by moment or by body size rather than by meaning. */
+/**
+ * Headers left out of the comparison: Date varies by moment, and Node's HTTP server always writes
+ * Connection (and Keep-Alive) where Go's writes neither: the fake differs there on purpose, since
+ * clients must not depend on connection headers.
+ */
 const VOLATILE_HEADERS = new Set(['date', 'connection', 'keep-alive']);
 
 function headerSet(headers: Record<string, string>): string[] {
