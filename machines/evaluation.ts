@@ -61,6 +61,9 @@ function newer(known: EvaluationView | undefined, read: EvaluationView): Evaluat
   return modifyIndex(read) >= modifyIndex(known) ? read : (known ?? read);
 }
 
+/** The evaluation a finished read returned (setup types only the machine's own events). */
+const readResult = (event: unknown): EvaluationView => (event as { output: EvaluationView }).output;
+
 export const evaluationMachine = setup({
   types: {
     input: {} as EvaluationMachineInput,
@@ -83,6 +86,7 @@ export const evaluationMachine = setup({
     followsNext: ({ context }) =>
       context.evaluation !== undefined && isTerminalEvaluation(context.evaluation) && !!context.evaluation.NextEval,
     streamUp: ({ context }) => context.streamUp,
+    notFound: ({ event }) => isNotFound((event as { error?: unknown }).error),
   },
   actions: {
     recordUpdate: assign({
@@ -91,6 +95,11 @@ export const evaluationMachine = setup({
     judge: assign({
       outcome: ({ context }) => (context.evaluation ? evaluationOutcome(context.evaluation, context.chain) : undefined),
     }),
+    // A stream update may have overtaken the read: keep the newer one.
+    keepNewerRead: assign({ evaluation: ({ context, event }) => newer(context.evaluation, readResult(event)) }),
+    recordNotFound: assign({ outcome: ({ context }) => evaluationNotFound(context.evalId, context.chain) }),
+    markStreamUp: assign({ streamUp: true }),
+    markStreamDown: assign({ streamUp: false }),
     moveToNext: assign(({ context }) => {
       const next = context.evaluation?.NextEval ?? context.evalId;
       return { evalId: next, chain: [...context.chain, next], evaluation: undefined };
@@ -110,8 +119,8 @@ export const evaluationMachine = setup({
     outcome: undefined,
   }),
   on: {
-    'STREAM.UP': { actions: assign({ streamUp: true }) },
-    'STREAM.DOWN': { actions: assign({ streamUp: false }) },
+    'STREAM.UP': { actions: 'markStreamUp' },
+    'STREAM.DOWN': { actions: 'markStreamDown' },
   },
   initial: 'reading',
   states: {
@@ -119,19 +128,8 @@ export const evaluationMachine = setup({
       invoke: {
         src: 'readEvaluation',
         input: ({ context }) => ({ evalId: context.evalId, index: 0 }),
-        onDone: {
-          target: 'deciding',
-          // A stream update may have overtaken the read; keep the newer one.
-          actions: assign({ evaluation: ({ context, event }) => newer(context.evaluation, event.output) }),
-        },
-        onError: [
-          {
-            guard: ({ event }) => isNotFound(event.error),
-            target: 'done',
-            actions: assign({ outcome: ({ context }) => evaluationNotFound(context.evalId, context.chain) }),
-          },
-          { target: 'retrying' },
-        ],
+        onDone: { target: 'deciding', actions: 'keepNewerRead' },
+        onError: [{ guard: 'notFound', target: 'done', actions: 'recordNotFound' }, { target: 'retrying' }],
       },
       on: { 'EVALUATION.UPDATED': { guard: 'concernsThisEvaluation', actions: 'recordUpdate' } },
     },
@@ -146,22 +144,19 @@ export const evaluationMachine = setup({
     watching: {
       on: {
         'EVALUATION.UPDATED': { guard: 'concernsThisEvaluation', target: 'deciding', actions: 'recordUpdate' },
-        'STREAM.DOWN': { target: 'polling', actions: assign({ streamUp: false }) },
+        'STREAM.DOWN': { target: 'polling', actions: 'markStreamDown' },
       },
     },
     polling: {
       invoke: {
         src: 'readEvaluation',
         input: ({ context }) => ({ evalId: context.evalId, index: modifyIndex(context.evaluation) }),
-        onDone: {
-          target: 'deciding',
-          actions: assign({ evaluation: ({ context, event }) => newer(context.evaluation, event.output) }),
-        },
+        onDone: { target: 'deciding', actions: 'keepNewerRead' },
         onError: { target: 'retrying' },
       },
       on: {
         'EVALUATION.UPDATED': { guard: 'concernsThisEvaluation', target: 'deciding', actions: 'recordUpdate' },
-        'STREAM.UP': { target: 'watching', actions: assign({ streamUp: true }) },
+        'STREAM.UP': { target: 'watching', actions: 'markStreamUp' },
       },
     },
     retrying: {

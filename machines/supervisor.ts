@@ -40,7 +40,6 @@ export type SupervisorEvent =
   | { type: 'CONNECTION.STREAMING'; index?: number }
   | { type: 'CONNECTION.RESYNCING' }
   | { type: 'CONNECTION.BACKING_OFF'; attempt: number; retryInMs: number; reason: string }
-  | { type: 'STREAM.INDEX'; index: number }
   | { type: 'EVALUATION.MONITOR'; evalId: string }
   | { type: 'EVALUATION.UPDATED'; evaluation: EvaluationView }
   | { type: 'EXEC.START'; sessionId: string; session: ExecSessionInput }
@@ -62,9 +61,62 @@ export const supervisorMachine = setup({
     evaluation: evaluationMachine,
     execSession: execSessionMachine,
   },
+  guards: {
+    evaluationIsNew: ({ context, event }) => event.type === 'EVALUATION.MONITOR' && !context.evaluations.includes(event.evalId),
+    execSessionIsNew: ({ context, event }) => event.type === 'EXEC.START' && !context.execSessions.includes(event.sessionId),
+  },
   actions: {
+    recordStreaming: assign({
+      connection: ({ context, event }) => ({
+        ...context.connection,
+        attempt: 0,
+        retryInMs: undefined,
+        index: (event.type === 'CONNECTION.STREAMING' ? event.index : undefined) ?? context.connection.index,
+      }),
+    }),
+    recordBackoff: assign({
+      connection: ({ context, event }) =>
+        event.type === 'CONNECTION.BACKING_OFF'
+          ? { ...context.connection, attempt: event.attempt, retryInMs: event.retryInMs, lastError: event.reason }
+          : context.connection,
+    }),
+    spawnEvaluation: enqueueActions(({ context, event, enqueue, self }) => {
+      if (event.type !== 'EVALUATION.MONITOR') return;
+      const id = evaluationActorId(event.evalId);
+      enqueue.spawnChild('evaluation', {
+        id,
+        systemId: id,
+        input: { evalId: event.evalId, streamUp: self.getSnapshot().matches({ running: 'streaming' }) },
+      });
+      enqueue.assign({ evaluations: [...context.evaluations, event.evalId] });
+    }),
+    // Each evaluation child keeps only the updates of the evaluation it follows.
+    forwardToEvaluations: enqueueActions(({ context, event, enqueue }) => {
+      for (const id of context.evaluations) enqueue.sendTo(evaluationActorId(id), event);
+    }),
     tellEvaluations: enqueueActions(({ context, enqueue }, params: { type: 'STREAM.UP' | 'STREAM.DOWN' }) => {
       for (const id of context.evaluations) enqueue.sendTo(evaluationActorId(id), params);
+    }),
+    spawnExecSession: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'EXEC.START') return;
+      const id = execActorId(event.sessionId);
+      enqueue.spawnChild('execSession', { id, systemId: id, input: event.session });
+      enqueue.assign({ execSessions: [...context.execSessions, event.sessionId] });
+    }),
+    cancelExecSession: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type === 'EXEC.CANCEL' && context.execSessions.includes(event.sessionId)) {
+        enqueue.sendTo(execActorId(event.sessionId), { type: 'CANCEL' });
+      }
+    }),
+    // A finished child leaves the lists (its output stays with whoever awaited it).
+    forgetFinishedChild: enqueueActions(({ context, event, enqueue }) => {
+      const id = event.type.slice('xstate.done.actor.'.length);
+      if (id.startsWith('evaluation:')) {
+        enqueue.assign({ evaluations: without(context.evaluations, id.slice('evaluation:'.length)) });
+      } else if (id.startsWith('exec:')) {
+        enqueue.assign({ execSessions: without(context.execSessions, id.slice('exec:'.length)) });
+      }
+      enqueue(stopChild(id));
     }),
   },
 }).createMachine({
@@ -79,75 +131,15 @@ export const supervisorMachine = setup({
     running: {
       on: {
         'CONNECTION.CONNECTING': '.connecting',
-        'CONNECTION.STREAMING': {
-          target: '.streaming',
-          actions: assign({
-            connection: ({ context, event }) => ({
-              ...context.connection,
-              attempt: 0,
-              retryInMs: undefined,
-              index: event.index ?? context.connection.index,
-            }),
-          }),
-        },
+        'CONNECTION.STREAMING': { target: '.streaming', actions: 'recordStreaming' },
         'CONNECTION.RESYNCING': '.resyncing',
-        'CONNECTION.BACKING_OFF': {
-          target: '.backingOff',
-          actions: assign({
-            connection: ({ context, event }) => ({
-              ...context.connection,
-              attempt: event.attempt,
-              retryInMs: event.retryInMs,
-              lastError: event.reason,
-            }),
-          }),
-        },
-        'STREAM.INDEX': {
-          actions: assign({ connection: ({ context, event }) => ({ ...context.connection, index: event.index }) }),
-        },
-        'EVALUATION.MONITOR': {
-          // One child per evaluation, however many callers wait on it.
-          guard: ({ context, event }) => !context.evaluations.includes(event.evalId),
-          actions: enqueueActions(({ context, event, enqueue, self }) => {
-            const id = evaluationActorId(event.evalId);
-            enqueue.spawnChild('evaluation', {
-              id,
-              systemId: id,
-              input: { evalId: event.evalId, streamUp: self.getSnapshot().matches({ running: 'streaming' }) },
-            });
-            enqueue.assign({ evaluations: [...context.evaluations, event.evalId] });
-          }),
-        },
-        'EVALUATION.UPDATED': {
-          actions: enqueueActions(({ context, event, enqueue }) => {
-            for (const id of context.evaluations) enqueue.sendTo(evaluationActorId(id), event);
-          }),
-        },
-        'EXEC.START': {
-          guard: ({ context, event }) => !context.execSessions.includes(event.sessionId),
-          actions: enqueueActions(({ context, event, enqueue }) => {
-            const id = execActorId(event.sessionId);
-            enqueue.spawnChild('execSession', { id, systemId: id, input: event.session });
-            enqueue.assign({ execSessions: [...context.execSessions, event.sessionId] });
-          }),
-        },
-        'EXEC.CANCEL': {
-          actions: enqueueActions(({ context, event, enqueue }) => {
-            if (context.execSessions.includes(event.sessionId)) enqueue.sendTo(execActorId(event.sessionId), { type: 'CANCEL' });
-          }),
-        },
-        // A finished child leaves the lists (its output stays with whoever awaited it).
-        'xstate.done.actor.*': {
-          actions: enqueueActions(({ context, event, enqueue }) => {
-            const id = event.type.slice('xstate.done.actor.'.length);
-            if (id.startsWith('evaluation:')) {
-              enqueue.assign({ evaluations: without(context.evaluations, id.slice('evaluation:'.length)) });
-            } else if (id.startsWith('exec:')) {
-              enqueue.assign({ execSessions: without(context.execSessions, id.slice('exec:'.length)) });
-            }
-            enqueue(stopChild(id));
-          }),
-        },
+        'CONNECTION.BACKING_OFF': { target: '.backingOff', actions: 'recordBackoff' },
+        // One child per evaluation, however many callers wait on it.
+        'EVALUATION.MONITOR': { guard: 'evaluationIsNew', actions: 'spawnEvaluation' },
+        'EVALUATION.UPDATED': { actions: 'forwardToEvaluations' },
+        'EXEC.START': { guard: 'execSessionIsNew', actions: 'spawnExecSession' },
+        'EXEC.CANCEL': { actions: 'cancelExecSession' },
+        'xstate.done.actor.*': { actions: 'forgetFinishedChild' },
         STOP: 'stopped',
       },
       initial: 'connecting',
