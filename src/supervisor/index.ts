@@ -49,7 +49,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   });
 }
 
-export { Supervisor, SupervisorScopeError, SupervisorStoppedError, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
+export { AllocationNotJudgedError, Supervisor, SupervisorScopeError, SupervisorStoppedError, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
 export type { DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
 export type { Logger, LogFields, LogLevel } from './logger.js';

@@ -32,6 +32,19 @@ export class SupervisorScopeError extends Error {
   }
 }
 
+/** The allocation is not judged: Nomad does not watch it (batch, manual health...) and no opt-in policy covers it. */
+export class AllocationNotJudgedError extends Error {
+  override name = 'AllocationNotJudgedError';
+  readonly code = 'WARDEN_NOT_JUDGED';
+
+  constructor(
+    readonly allocId: string,
+    readonly reason: string,
+  ) {
+    super(`allocation ${allocId} is not judged: ${reason}`);
+  }
+}
+
 /** The supervisor was stopped before the awaited answer came. */
 export class SupervisorStoppedError extends Error {
   override name = 'SupervisorStoppedError';
@@ -183,10 +196,15 @@ export class Supervisor {
     });
   }
 
-  /** The verdict of an allocation: at once if known (or in the history), else when reached. */
+  /**
+   * The verdict of an allocation: at once if known (or in the history), else when reached. Rejects
+   * with AllocationNotJudgedError for an allocation no policy judges.
+   */
   verdict(allocId: string): Promise<VerdictRecord> {
     const known = this.history.get(allocId);
     if (known) return Promise.resolve(known);
+    const unjudged = this.unwatched.get(allocId);
+    if (unjudged !== undefined) return Promise.reject(new AllocationNotJudgedError(allocId, unjudged));
     if (this.stopped) return Promise.reject(new SupervisorStoppedError(`the verdict of ${allocId}`));
     return new Promise((resolve, reject) => {
       this.verdictWaiters.set(allocId, [...(this.verdictWaiters.get(allocId) ?? []), { resolve, reject }]);
@@ -352,6 +370,8 @@ export class Supervisor {
       if (!decision.watched) {
         this.unwatched.set(id, decision.reason);
         this.logger.debug('allocation not judged', { allocId: id, reason: decision.reason });
+        for (const waiter of this.verdictWaiters.get(id) ?? []) waiter.reject(new AllocationNotJudgedError(id, decision.reason));
+        this.verdictWaiters.delete(id);
         return;
       }
       const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;

@@ -7,7 +7,7 @@ import { isHeartbeatLine, type RecordedLine } from '../../src/testing/recording.
 import type { AnyActorRef } from 'xstate';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { SupervisorScopeError, SupervisorStoppedError, createSupervisor } from '../../src/supervisor/index.js';
+import { AllocationNotJudgedError, SupervisorScopeError, SupervisorStoppedError, createSupervisor } from '../../src/supervisor/index.js';
 import { evaluationActorId } from '../../machines/supervisor.js';
 import { driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict } from './support/harness.js';
 
@@ -29,6 +29,21 @@ describe('the supervisor API', () => {
       const record = await pending;
       expect(record.outcome).toMatchObject({ healthy: true, reasons: {} });
       await expect(harness.supervisor.verdict(ids[1]!)).resolves.toMatchObject({ alloc: { allocId: ids[1], jobId: 'healthy-task-states' } });
+    } finally {
+      await harness.close();
+    }
+  });
+
+  test('verdict() of an allocation no policy judges rejects with the reason', async () => {
+    const scenario = loadScenario('batch_job');
+    const harness = await startHarness(scenario.opened);
+    try {
+      harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
+      await driveTo(harness.clock, scenario.opened + 200);
+      const [alloc] = harness.fake.cluster.listAllocations({ jobId: 'batch-job' }) as { ID: string }[];
+      const error = await harness.supervisor.verdict(alloc!.ID).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(AllocationNotJudgedError);
+      expect((error as Error).message).toBe(`allocation ${alloc!.ID} is not judged: Nomad does not watch batch jobs`);
     } finally {
       await harness.close();
     }
