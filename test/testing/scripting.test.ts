@@ -196,3 +196,55 @@ describe('FakeNomad scripting API', () => {
     expect(env.fake.broker.buffered().at(-1)!.Events.map((e) => e.Key).sort()).toEqual(allocs.map((a) => a.ID).sort());
   });
 });
+
+describe('FakeNomad write endpoints beyond registration', () => {
+  const env = useFake();
+
+  async function runningDeployment(healthCheck = 'manual'): Promise<{ deploymentId: string; allocIds: string[] }> {
+    env.fake.cluster.registerJob(serviceJob('web', { Update: { HealthCheck: healthCheck, MinHealthyTime: 1e9, HealthyDeadline: 5e9, ProgressDeadline: 10e9 } }));
+    const allocs = env.fake.cluster.placeAllocations('web');
+    return { deploymentId: allocs[0]!.DeploymentID!, allocIds: allocs.map((a) => a.ID) };
+  }
+
+  it('sets manual health through /v1/deployment/allocation-health in one write', async () => {
+    const { deploymentId, allocIds } = await runningDeployment();
+    const before = env.fake.cluster.index;
+    const answer = await call(env.fake.address, 'PUT', `/v1/deployment/allocation-health/${deploymentId}`, {
+      DeploymentID: deploymentId, HealthyAllocationIDs: [allocIds[0]], UnhealthyAllocationIDs: [allocIds[1]],
+    });
+    expect(answer.status).toBe(200);
+    expect(env.fake.cluster.index).toBe(before + 1);
+    expect(env.fake.cluster.allocation(allocIds[0]!)!.DeploymentStatus!.Healthy).toBe(true);
+    expect(env.fake.cluster.allocation(allocIds[1]!)!.DeploymentStatus!.Healthy).toBe(false);
+    expect(env.fake.cluster.deployment(deploymentId)!.TaskGroups!.app).toMatchObject({ HealthyAllocs: 1, UnhealthyAllocs: 1 });
+    const stranger = await call(env.fake.address, 'PUT', `/v1/deployment/allocation-health/${deploymentId}`, { DeploymentID: deploymentId, HealthyAllocationIDs: ['nope'] });
+    expect(stranger).toMatchObject({ status: 500, text: 'Unknown allocation "nope"' });
+    expect(await call(env.fake.address, 'PUT', `/v1/deployment/allocation-health/${deploymentId}`, { HealthyAllocationIDs: [] })).toMatchObject({ status: 400, text: 'DeploymentID must be specified' });
+  });
+
+  it('pauses, resumes and fails deployments', async () => {
+    const { deploymentId } = await runningDeployment('task_states');
+    const pause = (Pause: boolean) => call(env.fake.address, 'PUT', `/v1/deployment/pause/${deploymentId}`, { DeploymentID: deploymentId, Pause });
+    expect((await pause(true)).status).toBe(200);
+    expect(env.fake.cluster.deployment(deploymentId)).toMatchObject({ Status: 'paused', StatusDescription: 'Deployment is paused' });
+    await pause(false);
+    expect(env.fake.cluster.deployment(deploymentId)!.Status).toBe('running');
+    const failed = await call(env.fake.address, 'PUT', `/v1/deployment/fail/${deploymentId}`);
+    expect(Number(failed.headers['x-nomad-index'])).toBe(env.fake.cluster.deployment(deploymentId)!.ModifyIndex);
+    expect(env.fake.cluster.deployment(deploymentId)).toMatchObject({ Status: 'failed', StatusDescription: 'Deployment marked as failed' });
+  });
+
+  it('stops an allocation through an alloc-stop evaluation, and summarises the job', async () => {
+    const { allocIds } = await runningDeployment('task_states');
+    env.fake.cluster.batch(() => allocIds.forEach((id) => env.fake.cluster.startTask(id)));
+    const stopped = await call(env.fake.address, 'POST', `/v1/allocation/${allocIds[0]}/stop`);
+    const { EvalID } = JSON.parse(stopped.text) as { EvalID: string };
+    expect(env.fake.cluster.evaluation(EvalID)).toMatchObject({ TriggeredBy: 'alloc-stop', Status: 'complete' });
+    expect(env.fake.cluster.allocation(allocIds[0]!)).toMatchObject({ DesiredStatus: 'stop', DesiredTransition: { Migrate: true } });
+    env.fake.cluster.killTasks(allocIds[0]!);
+    const summary = JSON.parse((await call(env.fake.address, 'GET', '/v1/job/web/summary')).text) as { Summary: { app: Record<string, number> } };
+    expect(summary.Summary.app).toMatchObject({ Running: 1, Complete: 1 });
+    expect(await call(env.fake.address, 'GET', '/v1/job/nope/summary')).toMatchObject({ status: 404, text: 'job not found' });
+    expect(await call(env.fake.address, 'POST', '/v1/allocation/nope/stop')).toMatchObject({ status: 404, text: 'alloc not found' });
+  });
+});

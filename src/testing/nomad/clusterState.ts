@@ -426,6 +426,22 @@ export class ClusterState extends ClusterStore {
     return this.allocation(allocId)!;
   }
 
+  /** PUT /v1/allocation/:id/stop: an alloc-stop evaluation whose plan stops the allocation. */
+  stopAllocation(allocId: string): { evaluation: Evaluation; index: number } {
+    const alloc = this.requireAlloc(allocId);
+    const job = this.requireJob(String(alloc.JobID), String(alloc.Namespace));
+    const evaluation = this.batch(() => {
+      this.updateAlloc(allocId, 'AllocationUpdateDesiredStatus', { DesiredTransition: { ForceReschedule: null, Migrate: true, Reschedule: null } }, false);
+      return this.newEvaluation(job, 'alloc-stop', 'AllocationUpdateDesiredStatus');
+    });
+    this.batch(() => {
+      this.publish('Evaluation', 'PlanResult', evaluation);
+      this.updateAlloc(allocId, 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc is being migrated' }, true);
+    });
+    this.completeEvaluation(String(evaluation.ID));
+    return { evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
+  }
+
   /** Sets any allocation fields as a client update (DesiredTransition, FollowupEvalID, NextAllocation ...). */
   patchAllocation(allocId: string, fields: JsonObject, type = 'AllocationUpdated'): Allocation {
     this.requireAlloc(allocId);
@@ -509,6 +525,23 @@ export class ClusterState extends ClusterStore {
     record.versions.set(Number(stable.Version), stable);
     if (record.current.Version === stable.Version) record.current = stable;
     this.publish('Job', 'PlanResult', stable);
+  }
+
+  /** PUT /v1/deployment/allocation-health: the operator's verdicts (health_check = "manual"), one write. */
+  setDeploymentAllocHealth(id: string, healthy: readonly string[], unhealthy: readonly string[]): Deployment {
+    const deployment = this.deployments.get(id);
+    if (deployment === undefined) throw new NomadApiError(404, 'deployment not found');
+    // The deployment watcher's checks (nomad/deploymentwatcher SetAllocHealth).
+    for (const allocId of [...healthy, ...unhealthy]) {
+      const alloc = this.allocs.get(allocId);
+      if (alloc === undefined) throw new NomadApiError(500, `Unknown allocation ${JSON.stringify(allocId)}`);
+      if (alloc.DeploymentID !== id) throw new NomadApiError(500, `Allocation ${JSON.stringify(allocId)} is not part of deployment`);
+    }
+    this.batch(() => {
+      for (const allocId of healthy) this.setAllocHealth(allocId, true);
+      for (const allocId of unhealthy) this.setAllocHealth(allocId, false);
+    });
+    return this.deployment(id)!;
   }
 
   /** POST /v1/deployment/promote: canaries lose the Canary flag, groups are marked promoted, an evaluation follows. */

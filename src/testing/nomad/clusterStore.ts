@@ -115,12 +115,18 @@ export class ClusterStore {
     return record ? ([...record.versions.values()].sort((a, b) => Number(b.Version) - Number(a.Version)) as Job[]) : [];
   }
 
+  /** GET /v1/job/:id/summary: allocation counts per group. */
+  jobSummary(id: string, namespace = 'default'): JsonObject | undefined {
+    const record = this.jobs.get(jobKey(namespace, id));
+    return record && jobSummary(record.current, this.allocs.values(), record.summaryIndex);
+  }
+
   listJobs(options: { namespace?: string; prefix?: string } = {}): JsonObject[] {
     return [...this.jobs.values()]
       .map((r) => r.current)
       .filter((job) => matchesNamespace(job, options.namespace) && String(job.ID).startsWith(options.prefix ?? ''))
       .sort((a, b) => String(a.ID).localeCompare(String(b.ID)))
-      .map((job) => jobStub(job, jobSummary(job, this.allocs.values(), this.jobs.get(jobKey(String(job.Namespace), String(job.ID)))?.summaryIndex)));
+      .map((job) => jobStub(job, this.jobSummary(String(job.ID), String(job.Namespace))!));
   }
 
   /** GET /v1/allocation/:id: the allocation with its Job embedded. */

@@ -11,6 +11,7 @@ import { NomadApiError } from './errors.js';
 import { decodeBody } from './goJson.js';
 import { parseJobHcl } from './hcl.js';
 import type { JsonObject } from './jobSpec.js';
+import type { Deployment } from '../../nomad/types.js';
 import { readBody, sendJson, sendText } from './wire.js';
 
 export interface RouteContext {
@@ -105,6 +106,26 @@ async function register(ctx: RouteContext, pathId?: string): Promise<void> {
   }, { index: result.index });
 }
 
+/** A deployment write body: DeploymentID must repeat the path's ID, as Nomad checks. */
+async function deploymentBody(ctx: RouteContext, goType: string): Promise<JsonObject> {
+  const body = await writeBody(ctx, goType);
+  if (typeof body.DeploymentID !== 'string' || body.DeploymentID === '') throw new NomadApiError(400, 'DeploymentID must be specified');
+  if (body.DeploymentID !== pathParam(ctx)) throw new NomadApiError(400, 'Deployment ID does not match');
+  return body;
+}
+
+/** A deployment write answered with Nomad's DeploymentUpdateResponse. */
+function deploymentWrite(pattern: RegExp, apply: (ctx: RouteContext) => Deployment | Promise<Deployment>): Route {
+  return {
+    methods: WRITE,
+    pattern,
+    handler: async (ctx) => {
+      const index = Number((await apply(ctx)).ModifyIndex);
+      sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: 0, EvalID: '', Index: index, RevertedJobVersion: null }, { index });
+    },
+  };
+}
+
 function namespaceOf(ctx: RouteContext): string {
   return ctx.url.searchParams.get('namespace') || 'default';
 }
@@ -134,6 +155,7 @@ export const ROUTES: readonly Route[] = [
         : { index, value: { Diffs: null, Index: index, KnownLeader: true, LastContact: 0, Versions: versions } };
     }),
   },
+  objectRoute(/^\/v1\/job\/([^/]+)\/summary$/, 'job_summary', 'job not found', (ctx, id) => ctx.cluster.jobSummary(id, namespaceOf(ctx))),
   listRoute(/^\/v1\/job\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })),
   listRoute(/^\/v1\/job\/([^/]+)\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })),
   listRoute(/^\/v1\/job\/([^/]+)\/deployments$/, 'deployment', (ctx) => ctx.cluster.listDeployments({ namespace: namespaceOf(ctx), jobId: jobId(ctx) })),
@@ -156,6 +178,14 @@ export const ROUTES: readonly Route[] = [
     },
   },
   listRoute(/^\/v1\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations(listOptions(ctx))),
+  {
+    methods: WRITE,
+    pattern: /^\/v1\/allocation\/([^/]+)\/stop$/,
+    handler: (ctx) => {
+      const { evaluation, index } = ctx.cluster.stopAllocation(pathParam(ctx));
+      sendJson(ctx.req, ctx.res, { EvalID: evaluation.ID, Index: index }, { index });
+    },
+  },
   objectRoute(/^\/v1\/allocation\/([^/]+)$/, 'allocs', 'alloc not found', (ctx, id) => ctx.cluster.allocation(id)),
   listRoute(/^\/v1\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations(listOptions(ctx))),
   listRoute(/^\/v1\/evaluation\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === pathParam(ctx))),
@@ -168,23 +198,24 @@ export const ROUTES: readonly Route[] = [
     methods: WRITE,
     pattern: /^\/v1\/deployment\/promote\/([^/]+)$/,
     handler: async (ctx) => {
-      const body = await writeBody(ctx, 'structs.DeploymentPromoteRequest');
-      if (typeof body.DeploymentID !== 'string' || body.DeploymentID === '') throw new NomadApiError(400, 'DeploymentID must be specified');
-      if (body.DeploymentID !== pathParam(ctx)) throw new NomadApiError(400, 'Deployment ID does not match');
+      const body = await deploymentBody(ctx, 'structs.DeploymentPromoteRequest');
       const groups = body.All === true ? undefined : ((body.Groups as string[] | null) ?? []);
-      const { evaluation, index } = ctx.cluster.promoteDeployment(body.DeploymentID, groups);
+      const { evaluation, index } = ctx.cluster.promoteDeployment(pathParam(ctx), groups);
       sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: index, EvalID: evaluation.ID, Index: index, RevertedJobVersion: null }, { index });
     },
   },
-  {
-    methods: WRITE,
-    pattern: /^\/v1\/deployment\/fail\/([^/]+)$/,
-    handler: (ctx) => {
-      const deployment = ctx.cluster.setDeploymentStatus(pathParam(ctx), 'failed');
-      const index = Number(deployment.ModifyIndex);
-      sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: 0, EvalID: '', Index: index, RevertedJobVersion: null }, { index });
-    },
-  },
+  deploymentWrite(/^\/v1\/deployment\/fail\/([^/]+)$/, (ctx) => ctx.cluster.setDeploymentStatus(pathParam(ctx), 'failed')),
+  deploymentWrite(/^\/v1\/deployment\/pause\/([^/]+)$/, async (ctx) => {
+    const body = await deploymentBody(ctx, 'structs.DeploymentPauseRequest');
+    return body.Pause === true
+      ? ctx.cluster.setDeploymentStatus(pathParam(ctx), 'paused')
+      : ctx.cluster.setDeploymentStatus(pathParam(ctx), 'running');
+  }),
+  deploymentWrite(/^\/v1\/deployment\/allocation-health\/([^/]+)$/, async (ctx) => {
+    const body = await deploymentBody(ctx, 'structs.DeploymentAllocHealthRequest');
+    const ids = (key: string): string[] => ((body[key] as unknown[] | null) ?? []).map(String);
+    return ctx.cluster.setDeploymentAllocHealth(pathParam(ctx), ids('HealthyAllocationIDs'), ids('UnhealthyAllocationIDs'));
+  }),
   objectRoute(/^\/v1\/deployment\/([^/]+)$/, 'deployment', 'deployment not found', (ctx, id) => ctx.cluster.deployment(id)),
   { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
   { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },
