@@ -141,6 +141,8 @@ export class Supervisor {
   private readonly history: BoundedHistory<VerdictRecord>;
   /** Allocations Nomad does not watch (and no opt-in policy covers): their updates are skipped. */
   private readonly unwatched: BoundedHistory<string>;
+  /** Allocations whose job could not be had, reported once each (later updates try again quietly). */
+  private readonly jobFailures: BoundedHistory<string>;
   private readonly tracked = new Map<string, Tracked>();
   /** The latest update of allocations whose job is being looked up. */
   private readonly resolving = new Map<string, Allocation>();
@@ -160,6 +162,7 @@ export class Supervisor {
     this.logger = options.logger ?? silentLogger;
     this.history = new BoundedHistory(options.historySize ?? 10_000);
     this.unwatched = new BoundedHistory(options.historySize ?? 10_000);
+    this.jobFailures = new BoundedHistory(options.historySize ?? 10_000);
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
     this.problems$ = this.problemSubject.asObservable();
@@ -353,7 +356,10 @@ export class Supervisor {
       (job) => this.startTracking(id, job),
       (error: unknown) => {
         this.resolving.delete(id);
-        this.report({ kind: 'job-unavailable', allocId: id, message: `allocation ${id}: ${describeError(error)}` });
+        const message = `allocation ${id}: ${describeError(error)}`;
+        if (this.jobFailures.get(id) === message) return;
+        this.jobFailures.set(id, message);
+        this.report({ kind: 'job-unavailable', allocId: id, message });
       },
     );
   }

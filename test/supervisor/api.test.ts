@@ -146,12 +146,20 @@ describe('the supervisor API', () => {
           Payload: { Allocation: { ID: 'orphan', JobID: 'ghost-job', TaskGroup: 'app', ClientStatus: 'pending', DesiredStatus: 'run', ModifyIndex: 32 } },
         },
       ]);
-      publish(33, [{ Topic: 'Evaluation', Type: 'EvaluationUpdated', Key: 'e', Namespace: 'default', FilterKeys: [], Index: 33, Payload: { Evaluation: 'not an object' } }]);
+      await driveTo(harness.clock, harness.clock.now() + 500);
+      // The same orphan updated after its lookup failed: tried again, not reported again.
+      publish(33, [
+        {
+          Topic: 'Allocation', Type: 'AllocationUpdated', Key: 'orphan', Namespace: 'default', FilterKeys: ['ghost-job'], Index: 33,
+          Payload: { Allocation: { ID: 'orphan', JobID: 'ghost-job', TaskGroup: 'app', ClientStatus: 'running', DesiredStatus: 'run', ModifyIndex: 33 } },
+        },
+      ]);
+      publish(34, [{ Topic: 'Evaluation', Type: 'EvaluationUpdated', Key: 'e', Namespace: 'default', FilterKeys: [], Index: 34, Payload: { Evaluation: 'not an object' } }]);
       await driveTo(harness.clock, harness.clock.now() + 500);
       // Job lookups are asynchronous: compare without order.
       expect(harness.problems.map((p) => `${p.kind} ${p.index ?? p.allocId}`).sort()).toEqual([
         'bad-payload 31',
-        'bad-payload 33',
+        'bad-payload 34',
         'job-unavailable orphan',
       ]);
       expect(harness.problems.find((p) => p.kind === 'job-unavailable')!.message).toContain('job not found');
