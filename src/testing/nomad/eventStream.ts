@@ -126,7 +126,7 @@ export class EventStreamSession {
     const action = this.faults.onLine(line, events.length);
     for (const text of action.write) this.sink.write(`${text}\n`);
     if (action.partial !== undefined) this.sink.write(action.partial);
-    if (action.then === 'destroy') this.cut();
+    if (action.then === 'cut') this.cut();
     if (action.then === 'error') this.end(STREAM_CLOSED_TEXT);
   }
 

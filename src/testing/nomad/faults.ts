@@ -129,11 +129,11 @@ export class StreamFaultState {
    * The actions for one data line carrying `eventCount` events: whole lines to write (in order), a
    * partial line without its newline, then what happens to the connection.
    */
-  onLine(line: string, eventCount: number): { write: string[]; partial?: string; then?: 'destroy' | 'error' } {
+  onLine(line: string, eventCount: number): { write: string[]; partial?: string; then?: 'cut' | 'error' } {
     const { plan } = this;
     if (this.stalled) return { write: [] };
     if (plan.truncateAfterEvents !== undefined && this.events >= plan.truncateAfterEvents) {
-      return { write: [], partial: line.slice(0, Math.max(1, Math.floor(line.length / 2))), then: 'destroy' };
+      return { write: [], partial: line.slice(0, Math.max(1, Math.floor(line.length / 2))), then: 'cut' };
     }
     this.lines++;
     this.events += eventCount;
@@ -147,7 +147,7 @@ export class StreamFaultState {
       write = write.slice(1);
     }
     const reached = (limit: number | undefined): boolean => limit !== undefined && this.events >= limit;
-    if (reached(plan.cutAfterEvents)) return { write, then: 'destroy' };
+    if (reached(plan.cutAfterEvents)) return { write, then: 'cut' };
     if (reached(plan.errorAfterEvents)) return { write, then: 'error' };
     return { write };
   }
