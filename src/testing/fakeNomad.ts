@@ -101,7 +101,10 @@ export class FakeNomad {
     return `${this.options.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   }
 
-  /** Replays a recorded stream: on the clock (each line at its `t`), or at once with `{ immediate: true }`. */
+  /**
+   * Replays a recorded stream: on the clock (each line at its `t`; a bad line rejects `done`), or at
+   * once with `{ immediate: true }` (a bad line throws ReplayLineError).
+   */
   replay(lines: readonly RecordedLine[], options: ReplayOptions & { immediate?: boolean } = {}): ReplayHandle {
     if (options.immediate) {
       replayNow(this.cluster, lines, options);
