@@ -139,11 +139,13 @@ function runActors(count: number): { heapBytesPerActor: number; eventMicros: num
   const before = heapUsed();
   const actors: Actor<typeof allocationHealthMachine>[] = [];
   for (let i = 0; i < count; i += 1) {
-    actors.push(createActor(allocationHealthMachine, { input: { policy, view: placed(), now: T0 }, clock }).start());
+    const actor = createActor(allocationHealthMachine, { input: { policy, now: T0 }, clock }).start();
+    actor.send({ type: 'observe', view: placed(), now: T0 });
+    actors.push(actor);
   }
   const start = performance.now();
-  for (let i = 0; i < count; i += 1) (actors[i] as Actor<typeof allocationHealthMachine>).send({ type: 'alloc.update', view: oneRunning(i), now: T0 + 600 });
-  for (let i = 0; i < count; i += 1) (actors[i] as Actor<typeof allocationHealthMachine>).send({ type: 'alloc.update', view: bothRunning(i), now: T0 + 600 });
+  for (let i = 0; i < count; i += 1) (actors[i] as Actor<typeof allocationHealthMachine>).send({ type: 'observe', view: oneRunning(i), now: T0 + 600 });
+  for (let i = 0; i < count; i += 1) (actors[i] as Actor<typeof allocationHealthMachine>).send({ type: 'observe', view: bothRunning(i), now: T0 + 600 });
   const eventMicros = ((performance.now() - start) * 1000) / (2 * count);
   const heapBytesPerActor = (heapUsed() - before) / count;
   if (actors[0]?.getSnapshot().value !== 'minHealthyWait') throw new Error('actor baseline went wrong');

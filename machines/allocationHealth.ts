@@ -9,14 +9,17 @@
  *   any of them ─► stopped   (desired status stop or evict: no verdict)
  *
  * Pure: time arrives in the events (`now`), and the machine never sets a timer. Whoever runs it asks
- * `wakeAt(context)` and sends a `tick` then (see src/health/registry.ts). Every event first records
- * what it says; the eventless transitions then move to the state the record implies.
+ * `wakeAt(context)` and sends an `observe` with nothing but the time then (src/health/registry.ts).
+ * Every `observe` is first recorded into the next context (`recorded`); the guards judge that next
+ * context, so each event is one transition: the first of Nomad's verdicts that holds, else a move
+ * between the waiting states, else staying put.
  */
 import { and, assign, not, setup } from 'xstate';
 import type {
   AllocationHealthContext,
   AllocationHealthEvent,
   AllocationHealthInput,
+  AllocationView,
   HealthOutcome,
 } from './allocationHealthTypes.js';
 import { assessTasks, checksPassing, explainUnhealthy, healthyAt } from './allocationHealthRules.js';
@@ -24,17 +27,47 @@ import { allocationViewProblem, checkViewsProblem, timeProblem } from './allocat
 
 const STOPPING_DESIRED_STATUSES: ReadonlySet<string> = new Set(['stop', 'evict']);
 
+/** What the machine knows before its first observation: nothing is running. */
+const UNSEEN: AllocationView = { clientStatus: 'pending', desiredStatus: 'run', tasks: {} };
+
 function startOf(context: Pick<AllocationHealthContext, 'tasks'>): number | null {
   return context.tasks.kind === 'started' ? context.tasks.latestStart : null;
 }
 
-function passingSince(
-  context: Pick<AllocationHealthContext, 'policy' | 'checks' | 'checksPassingSince'>,
-  now: number,
-): number | null {
-  if (!checksPassing(context.policy, context.checks)) return null;
-  return context.checksPassingSince ?? now;
+function eventProblem(event: AllocationHealthEvent): string | null {
+  return (
+    timeProblem(event.now) ??
+    (event.view === undefined ? null : allocationViewProblem(event.view)) ??
+    (event.checks === undefined ? null : checkViewsProblem(event.checks))
+  );
 }
+
+function record(context: AllocationHealthContext, event: AllocationHealthEvent): AllocationHealthContext {
+  const problem = eventProblem(event);
+  if (problem !== null) return { ...context, rejected: problem };
+  const now = Math.max(context.now, event.now);
+  const view = event.view ?? context.view;
+  const checks = event.checks ?? context.checks;
+  const tasks = event.view === undefined ? context.tasks : assessTasks(view, context.policy);
+  // tracker.go setTaskHealth(false, false): tasks going unhealthy (their start moving) force the
+  // checks to prove themselves again for a whole min_healthy_time.
+  const since = startOf({ tasks }) === startOf(context) ? context.checksPassingSince : null;
+  const checksPassingSince = checksPassing(context.policy, checks) ? (since ?? now) : null;
+  return { ...context, view, checks, tasks, now, checksPassingSince, rejected: null };
+}
+
+// The guards of one event all judge the same next context: compute it once.
+let lastRecord: { context: AllocationHealthContext; event: AllocationHealthEvent; next: AllocationHealthContext } | undefined;
+function recorded(context: AllocationHealthContext, event: AllocationHealthEvent): AllocationHealthContext {
+  if (lastRecord?.context !== context || lastRecord.event !== event) lastRecord = { context, event, next: record(context, event) };
+  return lastRecord.next;
+}
+
+type Judged = (next: AllocationHealthContext) => boolean;
+const onNext =
+  (judge: Judged) =>
+  ({ context, event }: { context: AllocationHealthContext; event: AllocationHealthEvent }): boolean =>
+    judge(recorded(context, event));
 
 const healthSetup = setup({
   types: {
@@ -44,29 +77,7 @@ const healthSetup = setup({
     output: {} as HealthOutcome,
   },
   actions: {
-    recordAllocation: assign(({ context, event }) => {
-      if (event.type !== 'alloc.update') return {};
-      const problem = timeProblem(event.now) ?? allocationViewProblem(event.view);
-      if (problem !== null) return { rejected: problem };
-      const tasks = assessTasks(event.view, context.policy);
-      const moved = startOf({ tasks }) !== startOf(context);
-      // tracker.go setTaskHealth(false, false): tasks going unhealthy force the checks to prove
-      // themselves again for a whole min_healthy_time.
-      const checksPassingSince = moved ? passingSince({ ...context, checksPassingSince: null }, event.now) : context.checksPassingSince;
-      return { view: event.view, tasks, now: event.now, checksPassingSince, rejected: null };
-    }),
-    recordChecks: assign(({ context, event }) => {
-      if (event.type !== 'checks.update') return {};
-      const problem = timeProblem(event.now) ?? checkViewsProblem(event.checks);
-      if (problem !== null) return { rejected: problem };
-      const next = { ...context, checks: event.checks };
-      return { checks: event.checks, now: event.now, checksPassingSince: passingSince(next, event.now), rejected: null };
-    }),
-    recordTime: assign(({ context, event }) => {
-      const problem = timeProblem(event.now);
-      if (problem !== null) return { rejected: problem };
-      return { now: Math.max(context.now, event.now), rejected: null };
-    }),
+    record: assign(({ context, event }) => recorded(context, event)),
     judgeStopped: assign(({ context }) => ({ outcome: { stopped: true, at: context.now } as const })),
     judgeTaskFailed: assign(({ context }) => {
       const at = (context.tasks.kind === 'failed' ? context.tasks.at : null) ?? context.now;
@@ -82,79 +93,79 @@ const healthSetup = setup({
     })),
   },
   guards: {
-    desiredStop: ({ context }) => STOPPING_DESIRED_STATUSES.has(context.view.desiredStatus),
-    taskFailed: ({ context }) => context.tasks.kind === 'failed',
-    allocFailed: ({ context }) => context.view.clientStatus === 'failed',
-    healthyDue: ({ context }) => {
-      const at = healthyAt(context);
-      return at !== null && at <= context.now && at <= context.deadlineAt;
-    },
-    deadlinePassed: ({ context }) => context.now >= context.deadlineAt,
-    allReady: ({ context }) => healthyAt(context) !== null,
-    someTaskRunning: ({ context }) =>
-      context.tasks.kind === 'started' || (context.tasks.kind === 'starting' && context.tasks.someRunning),
+    desiredStop: onNext((next) => STOPPING_DESIRED_STATUSES.has(next.view.desiredStatus)),
+    taskFailed: onNext((next) => next.tasks.kind === 'failed'),
+    allocFailed: onNext((next) => next.view.clientStatus === 'failed'),
+    healthyDue: onNext((next) => {
+      const at = healthyAt(next);
+      return at !== null && at <= next.now && at <= next.deadlineAt;
+    }),
+    deadlinePassed: onNext((next) => next.now >= next.deadlineAt),
+    allReady: onNext((next) => healthyAt(next) !== null),
+    someTaskRunning: onNext(
+      (next) => next.tasks.kind === 'started' || (next.tasks.kind === 'starting' && next.tasks.someRunning),
+    ),
   },
 });
 
-/** The verdicts, in Nomad's order of precedence, checked before any move between the waiting states. */
+/** Nomad's verdicts, in its order of precedence, judged before any move between the waiting states. */
 const verdicts = [
-  { guard: 'desiredStop', target: 'stopped', actions: 'judgeStopped' },
-  { guard: 'taskFailed', target: 'unhealthy', actions: 'judgeTaskFailed' },
-  { guard: 'allocFailed', target: 'unhealthy', actions: 'judgeAllocFailed' },
-  { guard: 'healthyDue', target: 'healthy', actions: 'judgeHealthy' },
-  { guard: 'deadlinePassed', target: 'unhealthy', actions: 'judgeDeadline' },
+  { guard: 'desiredStop', target: 'stopped', actions: ['record', 'judgeStopped'] },
+  { guard: 'taskFailed', target: 'unhealthy', actions: ['record', 'judgeTaskFailed'] },
+  { guard: 'allocFailed', target: 'unhealthy', actions: ['record', 'judgeAllocFailed'] },
+  { guard: 'healthyDue', target: 'healthy', actions: ['record', 'judgeHealthy'] },
+  { guard: 'deadlinePassed', target: 'unhealthy', actions: ['record', 'judgeDeadline'] },
 ] as const;
 
-/** What the waiting states do with an event: record it (final states record nothing, so never change). */
-const recording = {
-  'alloc.update': { actions: 'recordAllocation' },
-  'checks.update': { actions: 'recordChecks' },
-  tick: { actions: 'recordTime' },
-} as const;
+/** Nothing decided and no move: remember what was observed. */
+const stay = { actions: 'record' } as const;
 
 export const allocationHealthMachine = healthSetup.createMachine({
   id: 'allocationHealth',
-  context: ({ input }) => {
-    const checks = input.checks ?? [];
-    const context: AllocationHealthContext = {
-      policy: input.policy,
-      view: input.view,
-      checks,
-      tasks: assessTasks(input.view, input.policy),
-      now: input.now,
-      deadlineAt: input.now + input.policy.healthyDeadlineMs,
-      checksPassingSince: null,
-      rejected: null,
-      outcome: null,
-    };
-    return { ...context, checksPassingSince: passingSince(context, input.now) };
-  },
+  context: ({ input }) => ({
+    policy: input.policy,
+    view: UNSEEN,
+    checks: [],
+    tasks: assessTasks(UNSEEN, input.policy),
+    now: input.now,
+    deadlineAt: input.now + input.policy.healthyDeadlineMs,
+    checksPassingSince: null,
+    rejected: null,
+    outcome: null,
+  }),
   initial: 'pending',
   states: {
     pending: {
-      on: recording,
-      always: [
-        ...verdicts,
-        { guard: 'allReady', target: 'minHealthyWait' },
-        { guard: 'someTaskRunning', target: 'running' },
-      ],
+      on: {
+        observe: [
+          ...verdicts,
+          { guard: 'allReady', target: 'minHealthyWait', actions: 'record' },
+          { guard: 'someTaskRunning', target: 'running', actions: 'record' },
+          stay,
+        ],
+      },
     },
     running: {
-      on: recording,
-      always: [
-        ...verdicts,
-        { guard: 'allReady', target: 'minHealthyWait' },
-        { guard: not('someTaskRunning'), target: 'pending' },
-      ],
+      on: {
+        observe: [
+          ...verdicts,
+          { guard: 'allReady', target: 'minHealthyWait', actions: 'record' },
+          { guard: not('someTaskRunning'), target: 'pending', actions: 'record' },
+          stay,
+        ],
+      },
     },
     minHealthyWait: {
-      on: recording,
-      always: [
-        ...verdicts,
-        { guard: and([not('allReady'), 'someTaskRunning']), target: 'running' },
-        { guard: not('someTaskRunning'), target: 'pending' },
-      ],
+      on: {
+        observe: [
+          ...verdicts,
+          { guard: and([not('allReady'), 'someTaskRunning']), target: 'running', actions: 'record' },
+          { guard: not('someTaskRunning'), target: 'pending', actions: 'record' },
+          stay,
+        ],
+      },
     },
+    // Final: they take no event, so a decided allocation never changes.
     healthy: { type: 'final' },
     unhealthy: { type: 'final' },
     stopped: { type: 'final' },

@@ -80,17 +80,20 @@ export type HealthOutcome = HealthVerdict | HealthStopped;
 
 export interface AllocationHealthInput {
   readonly policy: HealthPolicy;
-  readonly view: AllocationView;
   /** When watching began: the healthy deadline counts from here (Nomad: the alloc runner's start). */
   readonly now: number;
-  readonly checks?: readonly CheckView[];
 }
 
-export type AllocationHealthEvent =
-  | { readonly type: 'alloc.update'; readonly view: AllocationView; readonly now: number }
-  | { readonly type: 'checks.update'; readonly checks: readonly CheckView[]; readonly now: number }
-  /** Time passed: the runtime sends it when `wakeAt(context)` is due. */
-  | { readonly type: 'tick'; readonly now: number };
+/**
+ * The machine's one event: what was observed at `now`. A new compact view of the allocation, its
+ * registered checks, or neither (time passed: the runtime sends that when `wakeAt(context)` is due).
+ */
+export interface AllocationHealthEvent {
+  readonly type: 'observe';
+  readonly now: number;
+  readonly view?: AllocationView;
+  readonly checks?: readonly CheckView[];
+}
 
 /** What the task states say, summarised once per update. */
 export type TaskAssessment =

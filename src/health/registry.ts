@@ -85,13 +85,10 @@ export class HealthRegistry {
     const problem = healthPolicyProblem(policy) ?? allocationViewProblem(view) ?? checkViewsProblem(checks);
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     const now = this.clock.now();
-    const snapshot = this.stepper.initial({ policy, view, checks, now });
-    const entry: Entry = { snapshot, timer: undefined, due: null };
+    const entry: Entry = { snapshot: this.stepper.initial({ policy, now }), timer: undefined, due: null };
     this.entries.set(allocationId, entry);
-    this.report(allocationId, { type: 'alloc.update', view, now }, snapshot);
-    const state = snapshot.value as AllocationHealthState;
-    if (state !== 'pending') this.emit({ type: 'transition', allocationId, from: 'pending', to: state, at: now });
-    this.settle(allocationId, entry);
+    // The allocation as first seen is the machine's first observation.
+    this.step(allocationId, entry, { type: 'observe', view, checks, now });
     return this.status(allocationId) as HealthStatus;
   }
 
@@ -101,7 +98,7 @@ export class HealthRegistry {
     if (entry === undefined) return false;
     // A malformed view still goes to the machine, which records why it ignored it.
     if (allocationViewProblem(view) === null && sameAllocationView(entry.snapshot.context.view, view)) return false;
-    this.step(allocationId, entry, { type: 'alloc.update', view, now: this.clock.now() });
+    this.step(allocationId, entry, { type: 'observe', view, now: this.clock.now() });
     return true;
   }
 
@@ -110,7 +107,7 @@ export class HealthRegistry {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
     if (checkViewsProblem(checks) === null && sameChecks(entry.snapshot.context.checks, checks)) return false;
-    this.step(allocationId, entry, { type: 'checks.update', checks, now: this.clock.now() });
+    this.step(allocationId, entry, { type: 'observe', checks, now: this.clock.now() });
     return true;
   }
 
@@ -171,7 +168,7 @@ export class HealthRegistry {
       entry.timer = undefined;
       entry.due = null;
       // A dropped allocation's timer was cancelled; a re-tracked id has a different entry.
-      if (this.entries.get(allocationId) === entry) this.step(allocationId, entry, { type: 'tick', now: this.clock.now() });
+      if (this.entries.get(allocationId) === entry) this.step(allocationId, entry, { type: 'observe', now: this.clock.now() });
     }, Math.max(0, due - this.clock.now()));
   }
 
@@ -198,7 +195,7 @@ export class HealthRegistry {
 
   /** An event sent through an inspected actor ref goes through the same filters as the API. */
   private receive(allocationId: string, event: AllocationHealthEvent): void {
-    if (event.type === 'alloc.update') this.updateAllocation(allocationId, event.view);
-    else if (event.type === 'checks.update') this.updateChecks(allocationId, event.checks);
+    if (event.view !== undefined) this.updateAllocation(allocationId, event.view);
+    if (event.checks !== undefined) this.updateChecks(allocationId, event.checks);
   }
 }

@@ -12,10 +12,10 @@ import { createTestModel } from '@xstate/graph';
 import { allocationHealthMachine } from '../../machines/allocationHealth.js';
 import type {
   AllocationHealthEvent,
-  AllocationHealthInput,
   AllocationView,
   CheckView,
   HealthOutcome,
+  HealthPolicy,
   TaskView,
 } from '../../machines/allocationHealthTypes.js';
 import type { AllocationHealthSnapshot } from '../../src/health/machineStepper.js';
@@ -28,7 +28,9 @@ interface Variant {
   readonly name: string;
   /** The chart's states this variant can reach. */
   readonly reaches: readonly string[];
-  readonly input: AllocationHealthInput;
+  readonly policy: HealthPolicy;
+  /** The allocation as first seen. */
+  readonly placed: AllocationView;
   /** The updates that may happen next, given the current snapshot. */
   readonly next: (snapshot: AllocationHealthSnapshot) => AllocationHealthEvent[];
 }
@@ -46,14 +48,14 @@ function taskMoves(name: string, current: TaskView, now: number): Record<string,
 
 function allocationMoves(context: AllocationHealthSnapshot['context']): AllocationHealthEvent[] {
   const { view: current, now } = context;
-  const update = (changes: Partial<AllocationView>): AllocationHealthEvent => ({ type: 'alloc.update', view: { ...current, ...changes }, now });
+  const update = (changes: Partial<AllocationView>): AllocationHealthEvent => ({ type: 'observe', view: { ...current, ...changes }, now });
   const events: AllocationHealthEvent[] = [];
   for (const [name, state] of Object.entries(current.tasks)) {
     for (const moved of taskMoves(name, state, now)) events.push(update({ tasks: { ...current.tasks, ...moved } }));
   }
   events.push(update({ desiredStatus: 'stop' }), update({ clientStatus: 'failed' }));
   // Time moves in whole steps until a little past the deadline.
-  if (now <= context.deadlineAt) events.push({ type: 'tick', now: now + STEP_MS });
+  if (now <= context.deadlineAt) events.push({ type: 'observe', now: now + STEP_MS });
   return events;
 }
 
@@ -65,31 +67,26 @@ const variants: Variant[] = [
     name: 'one main task, task_states',
     // With one task, "some running" is "all running": straight to minHealthyWait.
     reaches: ['healthy', 'minHealthyWait', 'pending', 'stopped', 'unhealthy'],
-    input: { policy: policy(), view: view({ main: task() }, { clientStatus: 'pending' }), now: T0 },
+    policy: policy(),
+    placed: view({ main: task() }, { clientStatus: 'pending' }),
     next: (snapshot) => allocationMoves(snapshot.context),
   },
   {
     name: 'main task and a poststart task',
     reaches: ['healthy', 'minHealthyWait', 'pending', 'running', 'stopped', 'unhealthy'],
-    input: {
-      policy: policy({ healthyDeadlineMs: 4000 }),
-      view: view({ main: task(), post: task({ hook: 'poststart' }) }, { clientStatus: 'pending' }),
-      now: T0,
-    },
+    policy: policy({ healthyDeadlineMs: 4000 }),
+    placed: view({ main: task(), post: task({ hook: 'poststart' }) }, { clientStatus: 'pending' }),
     next: (snapshot) => allocationMoves(snapshot.context),
   },
   {
     name: 'one main task with a service check',
     reaches: ['healthy', 'minHealthyWait', 'pending', 'running', 'stopped', 'unhealthy'],
-    input: {
-      policy: policy({ useChecks: true, expectedChecks: [check('alive', { task: 'main' })] }),
-      view: view({ main: task() }, { clientStatus: 'pending' }),
-      now: T0,
-    },
+    policy: policy({ useChecks: true, expectedChecks: [check('alive', { task: 'main' })] }),
+    placed: view({ main: task() }, { clientStatus: 'pending' }),
     next: (snapshot) => {
       const { checks, now } = snapshot.context;
       const flip = checks.length === 0 || checks[0]?.status !== 'passing' ? passingChecks : failingChecks;
-      return [...allocationMoves(snapshot.context), { type: 'checks.update', checks: flip, now }];
+      return [...allocationMoves(snapshot.context), { type: 'observe', checks: flip, now }];
     },
   },
 ];
@@ -106,7 +103,7 @@ function latestStart(current: AllocationView): number {
   return Math.max(...judged.map((t) => t.startedAt ?? Number.NEGATIVE_INFINITY));
 }
 
-function checkInvariants(before: AllocationHealthSnapshot | undefined, after: AllocationHealthSnapshot, input: AllocationHealthInput): void {
+function checkInvariants(before: AllocationHealthSnapshot | undefined, after: AllocationHealthSnapshot, health: HealthPolicy): void {
   const state = after.value as string;
   const outcome = after.context.outcome as HealthOutcome | null;
   if (before !== undefined && FINAL.has(before.value as string)) {
@@ -115,7 +112,7 @@ function checkInvariants(before: AllocationHealthSnapshot | undefined, after: Al
   }
   if (state === 'healthy') {
     const at = (outcome as { at: number }).at;
-    expect(at).toBeGreaterThanOrEqual(latestStart(after.context.view) + input.policy.minHealthyTimeMs);
+    expect(at).toBeGreaterThanOrEqual(latestStart(after.context.view) + health.minHealthyTimeMs);
     expect(at).toBeLessThanOrEqual(after.context.deadlineAt);
     expect(outcome).toMatchObject({ healthy: true, reasons: {} });
   }
@@ -126,8 +123,11 @@ function checkInvariants(before: AllocationHealthSnapshot | undefined, after: Al
 
 const ALL_STATES = ['pending', 'running', 'minHealthyWait', 'healthy', 'unhealthy', 'stopped'];
 
-describe.each(variants)('model-based paths: $name', ({ input, next, reaches }) => {
-  const model = createTestModel(allocationHealthMachine, { input, events: next, serializeState: serialize });
+describe.each(variants)('model-based paths: $name', ({ policy: health, placed, next, reaches }) => {
+  // Until the first observation the only event is the allocation as first seen.
+  const events = (snapshot: AllocationHealthSnapshot): AllocationHealthEvent[] =>
+    Object.keys(snapshot.context.view.tasks).length === 0 ? [{ type: 'observe', view: placed, now: T0 }] : next(snapshot);
+  const model = createTestModel(allocationHealthMachine, { input: { policy: health, now: T0 }, events, serializeState: serialize });
   const paths = model.getShortestPaths();
 
   it('passes through every state of the chart', () => {
@@ -139,30 +139,24 @@ describe.each(variants)('model-based paths: $name', ({ input, next, reaches }) =
   it('holds the invariants on every step, and the runtime follows the path', async () => {
     for (const path of paths) {
       const { clock, registry } = harness();
-      registry.track('alloc', input.policy, input.view, input.checks);
       let before: AllocationHealthSnapshot | undefined;
       await path.test({
         events: {
-          'alloc.update': ({ event }) => {
-            const { now, view: next } = event as Extract<AllocationHealthEvent, { type: 'alloc.update' }>;
+          observe: ({ event }) => {
+            const { now, view: seen, checks } = event as AllocationHealthEvent;
             clock.advanceTo(now);
-            registry.updateAllocation('alloc', next);
-          },
-          'checks.update': ({ event }) => {
-            const { now, checks } = event as Extract<AllocationHealthEvent, { type: 'checks.update' }>;
-            clock.advanceTo(now);
-            registry.updateChecks('alloc', checks);
-          },
-          tick: ({ event }) => {
-            clock.advanceTo((event as Extract<AllocationHealthEvent, { type: 'tick' }>).now);
+            if (!registry.has('alloc')) registry.track('alloc', health, seen as AllocationView);
+            else if (seen !== undefined) registry.updateAllocation('alloc', seen);
+            else if (checks !== undefined) registry.updateChecks('alloc', checks);
           },
         },
         states: Object.fromEntries(
           ALL_STATES.map((name) => [
             name,
             (snapshot: AllocationHealthSnapshot) => {
-              checkInvariants(before, snapshot, input);
+              checkInvariants(before, snapshot, health);
               before = snapshot;
+              if (!registry.has('alloc')) return; // the machine before its first observation
               expect(registry.status('alloc')?.state).toBe(snapshot.value);
               expect(registry.status('alloc')?.outcome).toEqual(snapshot.context.outcome);
             },

@@ -55,7 +55,7 @@ describe('HealthRegistry', () => {
     expect(snapshotEvent.actorRef.sessionId).toBe('alloc-1');
     expect(snapshotEvent.actorRef.getSnapshot()).toBe(registry.snapshot('alloc-1'));
     // Events sent through the inspected ref take the same path as the API.
-    snapshotEvent.actorRef.send({ type: 'alloc.update', view: view({ web: running(T0) }, { desiredStatus: 'stop' }), now: 0 });
+    snapshotEvent.actorRef.send({ type: 'observe', view: view({ web: running(T0) }, { desiredStatus: 'stop' }), now: 0 });
     expect(registry.status('alloc-1')?.state).toBe('stopped');
   });
 
