@@ -14,7 +14,7 @@ import type { JsonObject } from './jobSpec.js';
 import type { Deployment } from '../../nomad/types.js';
 import { readBody, sendJson, sendText } from './wire.js';
 
-export interface RouteContext {
+interface RouteContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly url: URL;
@@ -132,7 +132,7 @@ function namespaceOf(ctx: RouteContext): string {
 
 const jobId = pathParam;
 
-export const ROUTES: readonly Route[] = [
+const ROUTES: readonly Route[] = [
   listRoute(/^\/v1\/jobs$/, 'jobs', (ctx) => ctx.cluster.listJobs(listOptions(ctx))),
   { methods: WRITE, pattern: /^\/v1\/jobs$/, handler: (ctx) => register(ctx) },
   {
