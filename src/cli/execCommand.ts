@@ -132,7 +132,6 @@ export function registerExecCommand(program: Command): void {
     .option('--task <task>', 'the task to run in (default: the allocation’s only task)')
     .option('-t, --tty', 'allocate a terminal: raw mode here, resizes forwarded')
     .option('-n, --namespace <namespace>', 'the allocation’s namespace (default NOMAD_NAMESPACE)')
-    .passThroughOptions()
     .action(async (prefix: string, command: string[], options: ExecCommandOptions) => {
       process.exitCode = await execInAllocation(prefix, command, options, {
         env: process.env,
