@@ -63,6 +63,17 @@ export const execSessionMachine = setup({
   guards: {
     hasTimeout: ({ context }) => context.timeoutMs !== undefined,
   },
+  actions: {
+    sendHeartbeat: sendTo('transport', { type: 'HEARTBEAT' }),
+    recordExit: assign({
+      outcome: ({ context, event }) => (event.type === 'TRANSPORT.EXITED' ? { status: 'exited', exitCode: event.exitCode } : context.outcome),
+    }),
+    recordFailure: assign({
+      outcome: ({ context, event }) => (event.type === 'TRANSPORT.FAILED' ? { status: 'failed', error: event.error } : context.outcome),
+    }),
+    recordCancel: assign({ outcome: { status: 'cancelled', reason: 'cancelled' } }),
+    recordTimeout: assign({ outcome: { status: 'cancelled', reason: 'timeout' } }),
+  },
   delays: {
     heartbeat: EXEC_HEARTBEAT_MS,
     timeout: ({ context }) => context.timeoutMs ?? 0,
@@ -86,18 +97,9 @@ export const execSessionMachine = setup({
         }),
       },
       on: {
-        'TRANSPORT.EXITED': {
-          target: 'exited',
-          actions: assign({ outcome: ({ event }) => ({ status: 'exited', exitCode: event.exitCode }) }),
-        },
-        'TRANSPORT.FAILED': {
-          target: 'failed',
-          actions: assign({ outcome: ({ event }) => ({ status: 'failed', error: event.error }) }),
-        },
-        CANCEL: {
-          target: 'cancelled',
-          actions: assign({ outcome: { status: 'cancelled', reason: 'cancelled' } }),
-        },
+        'TRANSPORT.EXITED': { target: 'exited', actions: 'recordExit' },
+        'TRANSPORT.FAILED': { target: 'failed', actions: 'recordFailure' },
+        CANCEL: { target: 'cancelled', actions: 'recordCancel' },
       },
       states: {
         phase: {
@@ -105,7 +107,7 @@ export const execSessionMachine = setup({
           states: {
             connecting: { on: { 'TRANSPORT.OPENED': 'open' } },
             open: {
-              after: { heartbeat: { target: 'open', reenter: true, actions: sendTo('transport', { type: 'HEARTBEAT' }) } },
+              after: { heartbeat: { target: 'open', reenter: true, actions: 'sendHeartbeat' } },
             },
           },
         },
@@ -114,12 +116,7 @@ export const execSessionMachine = setup({
           states: {
             deciding: { always: [{ guard: 'hasTimeout', target: 'armed' }, { target: 'unbounded' }] },
             armed: {
-              after: {
-                timeout: {
-                  target: '#execSession.cancelled',
-                  actions: assign({ outcome: { status: 'cancelled', reason: 'timeout' } }),
-                },
-              },
+              after: { timeout: { target: '#execSession.cancelled', actions: 'recordTimeout' } },
             },
             unbounded: {},
           },
