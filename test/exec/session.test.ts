@@ -269,3 +269,14 @@ describe('stdin backpressure', () => {
     expect(peak).toBeLessThan(64 * 1024 * 1024);
   }, 60_000);
 });
+
+test('closing the fake kills every command at once, even one that ignores SIGHUP', async () => {
+  const h = await startHarness();
+  const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'trap "" HUP; echo ready; while :; do sleep 1; done'] });
+  for await (const chunk of session.stdout) if (String(chunk).includes('ready')) break;
+  const [pid] = [...h.fake.running];
+  await h.close();
+  await h.fake.idle();
+  expect(liveInGroup(pid ?? 0)).toEqual([]);
+  await expect(session.exitCode).rejects.toBeInstanceOf(ExecConnectionLostError);
+});

@@ -28,7 +28,7 @@ export interface FakeExec {
   readonly running: ReadonlySet<number>;
   /** Resolves once no command is running. */
   idle(): Promise<void>;
-  /** Ends every session and stops handling upgrades. */
+  /** Ends every session (its command killed at once) and stops handling upgrades. */
   close(): Promise<void>;
 }
 
@@ -52,7 +52,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   const running = new Set<number>();
   let idleWaiters: (() => void)[] = [];
-  const sessions = new Set<() => void>();
+  const children = new Set<LocalProcess>();
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = new URL(request.url ?? '/', 'http://fake');
@@ -140,7 +140,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
     const processGone = (): void => {
       running.delete(child.pid);
       if (killTimer !== undefined) options.clock.clearTimeout(killTimer);
-      sessions.delete(hangUp);
+      children.delete(child);
       if (running.size === 0) {
         const waiters = idleWaiters;
         idleWaiters = [];
@@ -154,7 +154,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       child.signalGroup('SIGCONT');
       killTimer = options.clock.setTimeout(() => child.signalGroup('SIGKILL'), KILL_GRACE_MS);
     };
-    sessions.add(hangUp);
+    children.add(child);
 
     child.onOutput((stream, data) => {
       for (let at = 0; at < data.length; at += MAX_FRAME_BYTES) {
@@ -208,7 +208,8 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
     close: async () => {
       server.off('upgrade', onUpgrade);
       for (const client of wss.clients) client.terminate();
-      for (const hangUp of sessions) hangUp();
+      // Shutting down: no grace.
+      for (const child of children) child.signalGroup('SIGKILL');
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
