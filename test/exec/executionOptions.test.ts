@@ -10,7 +10,7 @@ import { fc } from '@fast-check/jest';
 import { runCommand, type RunCommandOptions } from '../../src/exec/runCommand.js';
 import { ShellQuoteError, shellJoin, shellQuote } from '../../src/exec/shellQuote.js';
 import { stderrReaderCommand, wrapCommand, type ExecutionOptions } from '../../src/exec/executionOptions.js';
-import { collect, startHarness, type Harness } from './harness.js';
+import { collect, opened, startHarness, type Harness } from './harness.js';
 
 /** setpriv drops to nobody the way /sbin/setuser drops to `user` in Poseidon's images. */
 const SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
@@ -80,7 +80,7 @@ describe('through the fake exec endpoint', () => {
       separateStderr: true,
       signal: controller.signal,
     });
-    await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
+    await opened(session);
     controller.abort();
     await expect(session.exitCode).rejects.toMatchObject({ name: 'ExecAbortedError' });
     await h.fake.idle();

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { VirtualClock } from '../../src/clock/index.js';
-import { ExecClient } from '../../src/exec/execClient.js';
+import { ExecClient, type ExecSession } from '../../src/exec/execClient.js';
 import { attachFakeExec, type FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { clusterExecTargets } from '../../src/testing/fakeExec/clusterLookup.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
@@ -128,4 +128,9 @@ export function liveInGroup(pgid: number): number[] {
     }
   }
   return live;
+}
+
+/** Resolves once the session's websocket is open. */
+export function opened(session: ExecSession): Promise<void> {
+  return new Promise((resolve) => session.actor.subscribe((snapshot) => snapshot.matches({ running: { phase: 'open' } }) && resolve()));
 }

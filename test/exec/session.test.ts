@@ -13,10 +13,10 @@ import { tmpdir } from 'node:os';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { ExecClient } from '../../src/exec/execClient.js';
 import { ExecConnectionLostError, ExecPermissionDeniedError, ExecProtocolError, ExecTimeoutError } from '../../src/nomad/exec/errors.js';
-import { attachFakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
+import { KILL_GRACE_MS, attachFakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecSessionInput, type ExecTransportCommand } from '../../machines/execSession.js';
-import { collect, liveInGroup, startHarness, type Harness } from './harness.js';
+import { collect, liveInGroup, opened, startHarness, type Harness } from './harness.js';
 
 describe('the session machine', () => {
   function scripted() {
@@ -83,7 +83,7 @@ describe('against the fake exec endpoint', () => {
 
   test('a timeout on the virtual clock ends the session and the whole process group', async () => {
     const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1000 & sleep 1000; wait'], timeoutMs: 60_000 });
-    await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
+    await opened(session);
     await settle(20);
     const [pid] = [...h.fake.running];
     h.clock.advance(59_999);
@@ -103,7 +103,7 @@ describe('against the fake exec endpoint', () => {
     await expect(session.exitCode).rejects.toMatchObject({ name: 'ExecAbortedError' });
     await settle(50);
     expect(h.fake.running.size).toBe(1);
-    h.clock.advance(2_000);
+    h.clock.advance(KILL_GRACE_MS);
     await h.fake.idle();
     expect(liveInGroup(pid ?? 0)).toEqual([]);
   });
@@ -130,6 +130,29 @@ describe('against the fake exec endpoint', () => {
     await pipeline(session.stdout, slow);
     await expect(session.exitCode).resolves.toBe(0);
     expect(total).toBe(size);
+    expect(peak).toBeLessThan(64 * 1024 * 1024);
+  }, 60_000);
+
+  test('100 MB of stdin into a slow reader arrives whole within 64 MiB of extra memory', async () => {
+    const size = 100_000_000;
+    const chunk = Buffer.alloc(64 * 1024, 0x61);
+    const base = process.memoryUsage.rss();
+    let sent = 0;
+    let peak = 0;
+    const source = new Readable({
+      read() {
+        peak = Math.max(peak, process.memoryUsage.rss() - base);
+        const next = Math.min(chunk.length, size - sent);
+        sent += next;
+        this.push(next === 0 ? null : chunk.subarray(0, next));
+      },
+    });
+    // The command reads nothing for a while: everything sent meanwhile would pile up somewhere.
+    const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1; wc -c'], stdin: source });
+    const [stdout, code] = await Promise.all([collect(session.stdout), session.exitCode]);
+    peak = Math.max(peak, process.memoryUsage.rss() - base);
+    expect(code).toBe(0);
+    expect(stdout.toString().trim()).toBe(String(size));
     expect(peak).toBeLessThan(64 * 1024 * 1024);
   }, 60_000);
 });
@@ -189,7 +212,7 @@ describe('servers that do not behave', () => {
     expect(() => session.resize(0, 100)).toThrow(RangeError);
     expect(() => session.resize(30, Number.NaN)).toThrow(RangeError);
     session.stdin.write('ls\n');
-    await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
+    await opened(session);
     server.clock.advance(EXEC_HEARTBEAT_MS * 3);
     session.stdin.end();
     await new Promise<void>((resolve) => session.stdin.on('finish', resolve));
@@ -235,39 +258,6 @@ describe('ACLs and origins on the fake', () => {
     await fake.close();
     await nomad.close();
   });
-});
-
-describe('stdin backpressure', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await startHarness();
-  });
-  afterAll(async () => {
-    await h.close();
-  });
-
-  test('100 MB of stdin into a slow reader arrives whole within 64 MiB of extra memory', async () => {
-    const size = 100_000_000;
-    const chunk = Buffer.alloc(64 * 1024, 0x61);
-    const base = process.memoryUsage.rss();
-    let sent = 0;
-    let peak = 0;
-    const source = new Readable({
-      read() {
-        peak = Math.max(peak, process.memoryUsage.rss() - base);
-        const next = Math.min(chunk.length, size - sent);
-        sent += next;
-        this.push(next === 0 ? null : chunk.subarray(0, next));
-      },
-    });
-    // The command reads nothing for a while: everything sent meanwhile would pile up somewhere.
-    const session = h.client.exec(h.allocId, { task: 'main', command: ['/bin/sh', '-c', 'sleep 1; wc -c'], stdin: source });
-    const [stdout, code] = await Promise.all([collect(session.stdout), session.exitCode]);
-    peak = Math.max(peak, process.memoryUsage.rss() - base);
-    expect(code).toBe(0);
-    expect(stdout.toString().trim()).toBe(String(size));
-    expect(peak).toBeLessThan(64 * 1024 * 1024);
-  }, 60_000);
 });
 
 test('closing the fake kills every command at once, even one that ignores SIGHUP', async () => {

@@ -11,7 +11,7 @@ import {
   ExecTaskNotFoundError,
 } from '../../src/nomad/exec/errors.js';
 import { EXEC_HEARTBEAT_MS } from '../../machines/execSession.js';
-import { Recorder, collect, index, startHarness, type Harness } from './harness.js';
+import { Recorder, collect, index, opened, startHarness, type Harness } from './harness.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -117,7 +117,7 @@ test('h: 1,000,000 bytes of output arrive whole', async () => {
 
 test('i: heartbeats every 10 s on the clock keep the session and do not disturb it', async () => {
   const session = run('i_client_heartbeat', { stdin: 'pipe' });
-  await new Promise<void>((resolve) => session.actor.subscribe((s) => s.matches({ running: { phase: 'open' } }) && resolve()));
+  await opened(session);
   h.clock.advance(EXEC_HEARTBEAT_MS * 3);
   await settle(20);
   expect(session.actor.getSnapshot().status).toBe('active');
