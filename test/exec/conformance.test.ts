@@ -131,3 +131,27 @@ test('h_1mb_output: 1,000,000 bytes in data frames of at most 4096 bytes, then t
   expect(got.finals).toEqual(expectedFinals);
   expect(code).toBe(1000);
 });
+
+test('hostile requests get Nomad’s answers and leave the fake serving', async () => {
+  const base = h.address.replace('http', 'ws');
+  const closeOf = (path: string, send?: string) =>
+    new Promise<{ code: number; reason: string } | { status: number }>((resolve) => {
+      const ws = new WebSocket(`${base}${path}`);
+      ws.on('open', () => send !== undefined && ws.send(send));
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+      ws.on('unexpected-response', (_request, response) => {
+        resolve({ status: response.statusCode ?? 0 });
+        ws.on('error', () => undefined);
+        ws.terminate();
+      });
+    });
+  expect(await closeOf('/v1/client/allocation/%E0%A4%A/exec?task=main&command=%5B%22true%22%5D')).toEqual({ code: 1008, reason: 'Unknown allocation "%E0%A4%A"' });
+  expect(await closeOf(`/v1/client/allocation/${h.allocId}/exec?task=main&command=not-json`)).toEqual({ status: 500 });
+  expect(await closeOf(`/v1/client/allocation/${h.allocId}/exec?task=main&command=%5B%5D`)).toEqual({ code: 1008, reason: 'command is not present' });
+  expect(await closeOf(`/v1/client/allocation/${h.allocId}/exec?task=main&command=%5B%22cat%22%5D`, '{"setup":{}}')).toEqual({ code: 1011, reason: 'unexpected message type: setup' });
+  expect(await closeOf(`/v1/client/allocation/${h.allocId}/exec?task=main&command=%5B%22cat%22%5D`, 'not json')).toMatchObject({ code: 1011 });
+  await h.fake.idle();
+  const long = `/${'x'.repeat(300)}`;
+  expect(await closeOf(`/v1/client/allocation/${h.allocId}/exec?task=main&command=${encodeURIComponent(JSON.stringify([long]))}`)).toMatchObject({ code: 1011 });
+  await expect(h.client.exec(h.allocId, { task: 'main', command: ['true'] }).exitCode).resolves.toBe(0);
+});

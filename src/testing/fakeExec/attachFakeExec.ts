@@ -77,7 +77,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
-      const allocId = decodeURIComponent(match[1] ?? '');
+      const allocId = decodePathSegment(match[1] ?? '');
       const tty = /^(1|t|true)$/i.test(url.searchParams.get('tty') ?? 'false');
       start(ws, allocId, url.searchParams.get('task') ?? '', command, tty);
     });
@@ -213,6 +213,15 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       await new Promise<void>((resolve) => wss.close(() => resolve()));
     },
   };
+}
+
+/** A malformed %-escape names no allocation; keep it as sent rather than fail. */
+function decodePathSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
 }
 
 /** Close reasons are limited to 123 bytes by the websocket protocol. */

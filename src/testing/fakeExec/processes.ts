@@ -45,15 +45,23 @@ export function resolveExecutable(name: string, path: string | undefined): { fil
   return { error: `exec: "${name}": executable file not found in $PATH` };
 }
 
+// Go's wording of the errno values a path lookup can meet.
+const ERRNO_TEXT: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  ENOTDIR: 'not a directory',
+  ENAMETOOLONG: 'file name too long',
+  ELOOP: 'too many levels of symbolic links',
+};
+
 function executableProblem(file: string): string | undefined {
-  const stat = statSync(file, { throwIfNoEntry: false });
-  if (stat === undefined) return 'no such file or directory';
-  if (stat.isDirectory()) return 'permission denied';
   try {
+    if (statSync(file).isDirectory()) return ERRNO_TEXT.EACCES;
     accessSync(file, constants.X_OK);
     return undefined;
-  } catch {
-    return 'permission denied';
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? '';
+    return ERRNO_TEXT[code] ?? code.toLowerCase();
   }
 }
 
