@@ -3,4 +3,14 @@ export { ExecClient, type ExecClientOptions, type ExecOptions, type ExecSession 
 export { runCommand, type RunCommandOptions } from './runCommand.js';
 export { DEFAULT_SETUSER, type ExecutionOptions } from './executionOptions.js';
 export { ShellQuoteError, shellJoin, shellQuote } from './shellQuote.js';
-export * from '../nomad/exec/errors.js';
+export {
+  ExecAbortedError,
+  ExecAllocationNotFoundError,
+  ExecCommandStartError,
+  ExecConnectionLostError,
+  ExecError,
+  ExecPermissionDeniedError,
+  ExecProtocolError,
+  ExecTaskNotFoundError,
+  ExecTimeoutError,
+} from '../nomad/exec/errors.js';
