@@ -70,6 +70,12 @@ describe('through the fake exec endpoint', () => {
     expect(fifos()).toEqual(before);
   });
 
+  test('a megabyte of stderr through the fifo arrives whole while stdout stays on the terminal', async () => {
+    const script = "head -c 1000000 /dev/zero | tr '\\0' e >&2; echo done";
+    const result = await run({ command: ['/bin/sh', '-c', script], tty: true, separateStderr: true, privileged: false });
+    expect(result).toEqual({ stdout: 'done\r\n', stderr: 'e'.repeat(1_000_000), exitCode: 0 });
+  });
+
   test('a cancelled split session leaves neither process nor fifo behind', async () => {
     const before = fifos();
     const controller = new AbortController();
