@@ -224,7 +224,11 @@ export class Supervisor {
     const namespace = options.namespace ?? this.defaultNamespace();
     if (!this.scope.includes(namespace, jobId)) throw new SupervisorScopeError(namespace, jobId);
     const version = options.version ?? (await this.options.nomad.getJob(jobId, { namespace })).body.Version ?? 0;
+    const unjudged = await this.unjudgedReason(namespace, jobId, version);
     if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
+    if (unjudged !== undefined) {
+      return { ok: false, jobId, version, deploymentId: undefined, reason: `no deployment to judge: ${unjudged}`, unhealthy: [] };
+    }
     const watch = new DeploymentWatch(jobId, namespace, version);
     const result = new Promise<DeploymentResult>((resolve, reject) => {
       this.deploymentWaiters.add({ watch, resolve, reject });
@@ -242,6 +246,26 @@ export class Supervisor {
       this.logger.warn('could not read the latest deployment', { jobId, error: describeError(error) });
     }
     return result;
+  }
+
+  /**
+   * Why no group of the job version has a deployment Warden can judge (a batch job, no update
+   * block, health set manually), or undefined when one has, or the version is not registered yet.
+   */
+  private async unjudgedReason(namespace: string, jobId: string, version: number): Promise<string | undefined> {
+    const job = await this.options.nomad.getJobVersion(jobId, version, { namespace }).catch(() => undefined);
+    if (job === undefined) return undefined;
+    const reasons: string[] = [];
+    for (const group of job.TaskGroups ?? []) {
+      try {
+        const decision = healthPolicyFor(job, group.Name, { deployment: true });
+        if (decision.watched) return undefined;
+        reasons.push(decision.reason);
+      } catch (error) {
+        reasons.push(describeError(error));
+      }
+    }
+    return reasons.length === 0 ? 'the job has no task groups' : reasons.join('; ');
   }
 
   /** Follows an evaluation (a child actor of the supervisor) to its outcome. */

@@ -78,9 +78,19 @@ describe('warden gate', () => {
   });
 
   test('no verdict within --timeout: exit 1', async () => {
-    const { exitCode, lines } = await gateDuring('manual_health', { timeout: 5 });
+    // min_healthy_time is 2 s: nothing can be healthy within 1 s.
+    const { exitCode, lines } = await gateDuring('healthy_task_states', { timeout: 1 });
     expect(exitCode).toBe(GATE_UNHEALTHY);
-    expect(lines).toEqual(['✘ manual-health version 0: no verdict within 5s']);
+    expect(lines).toEqual(['✘ healthy-task-states version 0: no verdict within 1s']);
+  });
+
+  test.each([
+    ['manual_health', 'manual-health', 'group app sets health manually'],
+    ['batch_job', 'batch-job', 'Nomad does not watch batch jobs'],
+  ])('%s: nothing to judge, exit 1 at once with the reason', async (scenario, job, reason) => {
+    const { exitCode, lines } = await gateDuring(scenario);
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines).toEqual([`✘ ${job} version 0: no deployment to judge: ${reason}`]);
   });
 
   test('Nomad unreachable: exit 2, and the token never printed', async () => {
