@@ -49,7 +49,8 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   });
 }
 
-export { AllocationNotJudgedError, Supervisor, SupervisorScopeError, SupervisorStoppedError, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
+export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
+export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 export type { DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
 export type { Logger, LogFields, LogLevel } from './logger.js';

@@ -18,42 +18,7 @@ import type { SupervisorInput } from './inputs.js';
 import { silentLogger, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
-
-/** A wait for something the supervisor does not watch (a job outside its scope). */
-export class SupervisorScopeError extends Error {
-  override name = 'SupervisorScopeError';
-  readonly code = 'WARDEN_OUT_OF_SCOPE';
-
-  constructor(
-    readonly namespace: string,
-    readonly jobId: string,
-  ) {
-    super(`job ${namespace}/${jobId} is outside this supervisor's scope`);
-  }
-}
-
-/** The allocation is not judged: Nomad does not watch it (batch, manual health...) and no opt-in policy covers it. */
-export class AllocationNotJudgedError extends Error {
-  override name = 'AllocationNotJudgedError';
-  readonly code = 'WARDEN_NOT_JUDGED';
-
-  constructor(
-    readonly allocId: string,
-    readonly reason: string,
-  ) {
-    super(`allocation ${allocId} is not judged: ${reason}`);
-  }
-}
-
-/** The supervisor was stopped before the awaited answer came. */
-export class SupervisorStoppedError extends Error {
-  override name = 'SupervisorStoppedError';
-  readonly code = 'WARDEN_SUPERVISOR_STOPPED';
-
-  constructor(what: string) {
-    super(`supervisor stopped while waiting for ${what}`);
-  }
-}
+import { AllocationNotJudgedError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 
 export interface SupervisorRuntimeOptions {
   /** The cluster's client: job, deployment and evaluation reads. */
