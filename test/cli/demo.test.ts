@@ -1,5 +1,8 @@
 /** `warden demo` on a VirtualClock: the three recorded deployments, judged live, in order. */
-import { runDemo } from '../../src/cli/demoCommand.js';
+import { mkdtempSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { defaultRecordingsDir, runDemo } from '../../src/cli/demoCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { driveTo, loadScenario, SCENARIOS } from '../supervisor/support/harness.js';
 
@@ -26,4 +29,12 @@ test('the demo replays a failing task, a placement failure and a rolling update,
   expect(rolling).toContain('✔ rolling-update version 1: deployment healthy, 3 allocation(s) healthy');
   // Times are the recording's own: the last v1 allocation healthy at ≈12.8 s into its stream (README).
   expect(text).not.toMatch(/\[connection lost/);
+});
+
+test('the demo finds the recordings from the warden script, through the npm bin symlink too', () => {
+  const root = join(__dirname, '..', '..');
+  const link = join(mkdtempSync(join(tmpdir(), 'warden-bin-')), 'warden');
+  symlinkSync(join(root, 'src', 'cli', 'bin.ts'), link);
+  expect(defaultRecordingsDir(link)).toBe(SCENARIOS);
+  expect(defaultRecordingsDir(join(root, 'src', 'cli', 'bin.ts'))).toBe(SCENARIOS);
 });
