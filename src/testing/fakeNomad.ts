@@ -10,8 +10,13 @@
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { systemClock, type Clock } from '../clock/index.js';
+import { attachFakeExec, type FakeExec } from './fakeExec/attachFakeExec.js';
+import { clusterExecTargets } from './fakeExec/clusterLookup.js';
 import type { RecordedLine } from './recording.js';
 import type { BlockingContext } from './nomad/blocking.js';
 import { ClusterState } from './nomad/clusterState.js';
@@ -47,6 +52,12 @@ export interface FakeNomadOptions {
   initialIndex?: number;
   /** Nomad ≥ 1.2 behaviour: `namespace=*` on the event stream matches every namespace. 1.1.2 (default) matches none. */
   namespaceWildcard?: boolean;
+  /**
+   * The exec websocket (/v1/client/allocation/:id/exec), on by default: commands run as real local
+   * processes, each allocation in its own directory under `root` (a fresh temporary directory,
+   * removed on close, unless given). `false` leaves upgrades to the test.
+   */
+  exec?: false | { root?: string; env?: Readonly<Record<string, string>> };
 }
 
 export class FakeNomad {
@@ -57,6 +68,9 @@ export class FakeNomad {
   private readonly streams = new Set<EventStreamSession>();
   private readonly replays = new Set<ReplayHandle>();
   private readonly blocking: BlockingContext;
+  /** The exec endpoint, unless started with `exec: false`. */
+  exec: FakeExec | undefined;
+  private execRoot: string | undefined;
 
   private constructor(
     readonly server: HttpServer | HttpsServer,
@@ -88,6 +102,7 @@ export class FakeNomad {
     // destroys sockets whose handshake never finished.
     server.on('connection', (socket: Socket) => fake.accept(socket));
     server.on('clientError', (_error, socket) => socket.destroy());
+    fake.attachExec();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
@@ -121,13 +136,27 @@ export class FakeNomad {
     for (const stream of [...this.streams]) stream.end();
   }
 
-  /** Closes every socket, ends streams, stops replays and clears the fake's timers. */
+  /** Closes every socket, ends streams, stops replays, kills exec'd commands and clears the fake's timers. */
   async close(): Promise<void> {
     for (const replay of [...this.replays]) replay.stop();
+    await this.exec?.close();
+    if (this.execRoot !== undefined) rmSync(this.execRoot, { recursive: true, force: true });
     for (const stream of [...this.streams]) stream.destroy();
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     for (const socket of this.sockets) socket.destroy();
     await closed;
+  }
+
+  private attachExec(): void {
+    const options = this.options.exec;
+    if (options === false) return;
+    const root = options?.root ?? (this.execRoot = mkdtempSync(join(tmpdir(), 'fakenomad-alloc-')));
+    this.exec = attachFakeExec(this.server as HttpServer, {
+      clock: this.clock,
+      lookup: clusterExecTargets(this.cluster, root),
+      ...(options?.env === undefined ? {} : { env: options.env }),
+      ...(this.options.token === undefined ? {} : { token: this.options.token }),
+    });
   }
 
   private accept(socket: Socket): void {

@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { VirtualClock } from '../../src/clock/index.js';
 import { ExecClient, type ExecSession } from '../../src/exec/execClient.js';
-import { attachFakeExec, type FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
-import { clusterExecTargets } from '../../src/testing/fakeExec/clusterLookup.js';
+import type { FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 
 export const EXEC_FIXTURES = join(__dirname, '..', 'fixtures', 'nomad-1.1.2', 'exec');
@@ -64,8 +63,8 @@ export interface Harness {
 export async function startHarness(): Promise<Harness> {
   const clock = new VirtualClock();
   const workdir = mkdtempSync(join(tmpdir(), 'warden-exec-'));
-  const nomad = await FakeNomad.start({ clock });
-  const fake = attachFakeExec(nomad.server, { clock, lookup: clusterExecTargets(nomad.cluster, workdir) });
+  const nomad = await FakeNomad.start({ clock, exec: { root: workdir } });
+  const fake = nomad.exec as FakeExec;
   nomad.cluster.registerJob(EXEC_TARGET_JOB);
   const [allocation] = nomad.cluster.placeAllocations(EXEC_TARGET_JOB.ID);
   const allocId = String(allocation?.ID);
@@ -79,7 +78,6 @@ export async function startHarness(): Promise<Harness> {
     allocId,
     allocOf: (name) => (name === 'g_unknown_alloc' ? unknown : allocId),
     close: async () => {
-      await fake.close();
       await nomad.close();
       rmSync(workdir, { recursive: true, force: true });
     },

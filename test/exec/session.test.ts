@@ -236,7 +236,7 @@ describe('servers that do not behave', () => {
 
 describe('ACLs and origins on the fake', () => {
   test('a missing or wrong token is refused before the upgrade and typed as permission denied; the token never shows', async () => {
-    const nomad = await FakeNomad.start({ clock: new VirtualClock(), token: 'right-token' });
+    const nomad = await FakeNomad.start({ clock: new VirtualClock(), token: 'right-token', exec: false });
     const fake = attachFakeExec(nomad.server, { clock: nomad.clock, token: 'right-token', lookup: () => ({ tasks: ['main'], workdir: tmpdir() }) });
     for (const token of [undefined, 'wrong-token']) {
       const client = new ExecClient({ address: nomad.address, ...(token === undefined ? {} : { token }) }, { clock: nomad.clock });
