@@ -358,8 +358,12 @@ export class Supervisor {
     this.resolving.delete(id);
     if (!allocation || this.stopped) return;
     try {
+      // Nomad's client watches every service/system allocation: with the update block in a
+      // deployment, else with the migrate block (client/allocrunner/health_hook.go getHealthParams).
+      const inDeployment = !!allocation.DeploymentID;
       const decision = healthPolicyFor(job, allocation.TaskGroup, {
-        deployment: !!allocation.DeploymentID,
+        deployment: inDeployment,
+        migration: !inDeployment,
         ...(this.options.policy ? { optIn: this.options.policy } : {}),
       });
       if (!decision.watched) {

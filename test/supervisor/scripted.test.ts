@@ -51,6 +51,24 @@ describe('the supervisor over a scripted cluster', () => {
     }
   });
 
+  test('a service allocation outside any deployment is judged as Nomad\'s client does: with the migrate block (min_healthy_time 10s)', async () => {
+    const harness = await startHarness(START);
+    const { cluster } = harness.fake;
+    try {
+      // max_parallel = 0: the job has no deployments.
+      cluster.registerJob(serviceJob('plain', { Update: { MaxParallel: 0 } }));
+      const [alloc] = cluster.placeAllocations('plain', { count: 1 });
+      expect(alloc!.DeploymentID ?? '').toBe('');
+      cluster.startTask(alloc!.ID);
+      await driveTo(harness.clock, START + 9_999);
+      expect(harness.verdicts).toEqual([]);
+      await driveTo(harness.clock, START + 10_100);
+      expect(harness.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 10_000, reasons: {} }]);
+    } finally {
+      await harness.close();
+    }
+  });
+
   test('a task not running by healthy_deadline: unhealthy at the deadline, in Nomad\'s words', async () => {
     const harness = await startHarness(START);
     const { cluster } = harness.fake;
