@@ -1,9 +1,11 @@
 import { Observable, Subject, distinctUntilChanged, type Subscription } from 'rxjs';
 import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import { checksRequired } from '../../machines/allocationHealthRules.js';
 import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
 import { evaluationOutcome, isTerminalEvaluation, type EvaluationOutcome, type EvaluationView } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId, supervisorMachine } from '../../machines/supervisor.js';
 import type { TaskGroup } from '../nomad/types.js';
+import type { HealthPolicy } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Clock } from '../clock/index.js';
@@ -223,9 +225,9 @@ export class Supervisor {
     const reasons: string[] = [];
     for (const group of job.TaskGroups ?? []) {
       try {
-        const decision = healthPolicyFor(job, group.Name, { deployment: true });
-        if (decision.watched) return undefined;
-        reasons.push(decision.reason);
+        const judged = this.policyFor(job, group.Name, true);
+        if ('policy' in judged) return undefined;
+        reasons.push(judged.reason);
       } catch (error) {
         reasons.push(describeError(error));
       }
@@ -358,18 +360,11 @@ export class Supervisor {
     this.resolving.delete(id);
     if (!allocation || this.stopped) return;
     try {
-      // Nomad's client watches every service/system allocation: with the update block in a
-      // deployment, else with the migrate block (client/allocrunner/health_hook.go getHealthParams).
-      const inDeployment = !!allocation.DeploymentID;
-      const decision = healthPolicyFor(job, allocation.TaskGroup, {
-        deployment: inDeployment,
-        migration: !inDeployment,
-        ...(this.options.policy ? { optIn: this.options.policy } : {}),
-      });
-      if (!decision.watched) {
-        this.unwatched.set(id, decision.reason);
-        this.logger.debug('allocation not judged', { allocId: id, reason: decision.reason });
-        for (const waiter of this.verdictWaiters.get(id) ?? []) waiter.reject(new AllocationNotJudgedError(id, decision.reason));
+      const judged = this.policyFor(job, allocation.TaskGroup, !!allocation.DeploymentID);
+      if ('reason' in judged) {
+        this.unwatched.set(id, judged.reason);
+        this.logger.debug('allocation not judged', { allocId: id, reason: judged.reason });
+        for (const waiter of this.verdictWaiters.get(id) ?? []) waiter.reject(new AllocationNotJudgedError(id, judged.reason));
         this.verdictWaiters.delete(id);
         return;
       }
@@ -377,11 +372,31 @@ export class Supervisor {
       const { view, problems } = allocationView(allocation, group);
       for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
       this.tracked.set(id, { ref: refOf(allocation), group });
-      this.registry.track(id, decision.policy, view);
+      this.registry.track(id, judged.policy, view);
     } catch (error) {
       this.tracked.delete(id);
       this.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${describeError(error)}` });
     }
+  }
+
+  /**
+   * How a group's allocations are judged, or why they are not. Nomad's client watches every
+   * service/system allocation: with the update block in a deployment, else with the migrate block
+   * (client/allocrunner/health_hook.go getHealthParams). Service checks come from Consul, which this
+   * supervisor does not read yet: judging a check-based group without them would call every
+   * allocation unhealthy at its deadline, so such groups are left unjudged.
+   */
+  private policyFor(job: Job, group: string, inDeployment: boolean): { policy: HealthPolicy } | { reason: string } {
+    const decision = healthPolicyFor(job, group, {
+      deployment: inDeployment,
+      migration: !inDeployment,
+      ...(this.options.policy ? { optIn: this.options.policy } : {}),
+    });
+    if (!decision.watched) return { reason: decision.reason };
+    if (checksRequired(decision.policy)) {
+      return { reason: `group ${group} is judged by its service checks (health_check = "checks"), which need a Consul source this supervisor does not have` };
+    }
+    return { policy: decision.policy };
   }
 
   private updateTracked(id: string, tracked: Tracked, allocation: Allocation): void {

@@ -69,6 +69,27 @@ describe('the supervisor over a scripted cluster', () => {
     }
   });
 
+  test('a group judged by Consul service checks is left unjudged, with the reason, rather than called unhealthy', async () => {
+    const harness = await startHarness(START);
+    const { cluster } = harness.fake;
+    try {
+      const base = serviceJob('checked');
+      const group = { ...(base.TaskGroups as object[])[0], Services: [{ Name: 'web', PortLabel: 'http', Checks: [{ Name: 'alive', Type: 'tcp', Interval: 1e9, Timeout: 1e9 }] }] };
+      cluster.registerJob({ ...base, Update: { ...(base.Update as object), HealthCheck: 'checks' }, TaskGroups: [group] });
+      const [alloc] = cluster.placeAllocations('checked', { count: 1 });
+      cluster.startTask(alloc!.ID);
+      const verdict = harness.supervisor.verdict(alloc!.ID).catch((error: unknown) => error);
+      const deployment = harness.supervisor.waitForDeployment('checked');
+      await driveTo(harness.clock, START + 30_000);
+      const reason = 'group app is judged by its service checks (health_check = "checks"), which need a Consul source this supervisor does not have';
+      expect(await verdict).toMatchObject({ name: 'AllocationNotJudgedError', reason });
+      await expect(deployment).resolves.toMatchObject({ ok: false, reason: `no deployment to judge: ${reason}` });
+      expect(harness.verdicts).toEqual([]);
+    } finally {
+      await harness.close();
+    }
+  });
+
   test('a task not running by healthy_deadline: unhealthy at the deadline, in Nomad\'s words', async () => {
     const harness = await startHarness(START);
     const { cluster } = harness.fake;
