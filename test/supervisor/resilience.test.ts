@@ -22,10 +22,13 @@ const SCENARIOS = [
   'many_allocs',
 ];
 
-/** What a verdict says, without when it was reached (a reconnect may see an update later). */
+/**
+ * What a verdict says. A healthy verdict's time comes from the data (latest start +
+ * min_healthy_time) and must not move; other times may (a reconnect can see an update later).
+ */
 function judgement(outcome: VerdictRecord['outcome']): string {
   if ('stopped' in outcome) return 'stopped';
-  return JSON.stringify({ healthy: outcome.healthy, reasons: outcome.reasons });
+  return JSON.stringify({ healthy: outcome.healthy, reasons: outcome.reasons, ...(outcome.healthy ? { at: outcome.at } : {}) });
 }
 
 function judgements(verdicts: readonly VerdictRecord[]): Record<string, string> {
