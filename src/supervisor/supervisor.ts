@@ -5,7 +5,8 @@ import { evaluationMachine, type ReadEvaluationInput } from '../../machines/eval
 import { evaluationOutcome, isTerminalEvaluation, type EvaluationOutcome, type EvaluationView } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId, supervisorMachine } from '../../machines/supervisor.js';
 import type { TaskGroup } from '../nomad/types.js';
-import type { HealthPolicy } from '../../machines/allocationHealthTypes.js';
+import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
+import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Clock } from '../clock/index.js';
@@ -49,6 +50,16 @@ export interface WaitForDeploymentOptions {
 interface Tracked {
   ref: AllocationRef;
   group: TaskGroup;
+  jobVersion: number | undefined;
+}
+
+/** One allocation being judged, as its health machine sees it now (read-only, for the inspector). */
+export interface SupervisedAllocation {
+  readonly alloc: AllocationRef;
+  /** The version of the job the allocation runs. */
+  readonly jobVersion: number | undefined;
+  readonly state: AllocationHealthState;
+  readonly health: AllocationHealthContext;
 }
 
 interface DeploymentWaiter {
@@ -289,6 +300,19 @@ export class Supervisor {
     return this.tracked.size;
   }
 
+  /** The allocation if it is being judged now; undefined once its verdict is in. */
+  supervisedAllocation(allocId: string): SupervisedAllocation | undefined {
+    const tracked = this.tracked.get(allocId);
+    const snapshot = this.registry.snapshot(allocId);
+    if (!tracked || !snapshot) return undefined;
+    return { alloc: tracked.ref, jobVersion: tracked.jobVersion, state: snapshot.value as AllocationHealthState, health: snapshot.context };
+  }
+
+  /** Every allocation being judged now. */
+  supervisedAllocations(): SupervisedAllocation[] {
+    return [...this.tracked.keys()].flatMap((id) => this.supervisedAllocation(id) ?? []);
+  }
+
   private receive(input: SupervisorInput): void {
     if (this.stopped) return;
     switch (input.kind) {
@@ -371,7 +395,7 @@ export class Supervisor {
       const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
       const { view, problems } = allocationView(allocation, group);
       for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
-      this.tracked.set(id, { ref: refOf(allocation), group });
+      this.tracked.set(id, { ref: refOf(allocation), group, jobVersion: job.Version });
       this.registry.track(id, judged.policy, view);
     } catch (error) {
       this.tracked.delete(id);
