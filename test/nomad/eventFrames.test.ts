@@ -1,10 +1,16 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeFrame, isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent } from '../../src/nomad/eventFrames.js';
 import { NomadDecodeError } from '../../src/nomad/errors.js';
+import { parseNomadJson } from '../../src/nomad/json.js';
 
-const scenario = join(__dirname, '..', 'fixtures', 'nomad-1.1.2', 'scenarios', 'rolling_update', 'stream.jsonl');
-const raws = readFileSync(scenario, 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { raw: string }).raw);
+const scenarios = join(__dirname, '..', 'fixtures', 'nomad-1.1.2', 'scenarios');
+const recorded = (name: string): string[] =>
+  readFileSync(join(scenarios, name, 'stream.jsonl'), 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => (JSON.parse(l) as { raw: string }).raw);
+const raws = recorded('rolling_update');
 
 describe('decodeFrame', () => {
   it('treats {} and an empty Index-0 object as heartbeats', () => {
@@ -52,5 +58,62 @@ describe('decodeFrame', () => {
   it('does not take an allocation event without an allocation for one', () => {
     const frame = decodeFrame('{"Index":4,"Events":[{"Topic":"Allocation","Type":"X","Key":"a","Namespace":"default","FilterKeys":null,"Index":4,"Payload":{}}]}');
     expect(isAllocationEvent(frame!.Events[0]!)).toBe(false);
+  });
+});
+
+describe('decodeFrame timestamps', () => {
+  /** A frame of one allocation event whose Allocation object is `allocation` (JSON text). */
+  const allocationFrame = (allocation: string): string =>
+    `{"Events":[{"FilterKeys":null,"Index":9,"Key":"a1","Namespace":"default","Payload":{"Allocation":${allocation}},"Topic":"Allocation","Type":"AllocationUpdated"}],"Index":9}`;
+  const taskState = (...times: string[]): string => `{"Events":[${times.map((t) => `{"Time":${t},"Type":"Started"}`).join(',')}],"State":"running"}`;
+  // Two different times that JSON.parse rounds to the same double: only text order tells them apart.
+  const [early, late] = ['1795971902180095019', '1795971902180095023'];
+
+  it('are exact on every recorded line: the same frame as the full parse', () => {
+    let lines = 0;
+    for (const name of readdirSync(scenarios)) {
+      for (const raw of recorded(name)) {
+        const full = parseNomadJson(raw) as { Events?: unknown[] };
+        const frame = decodeFrame(raw);
+        if (frame !== null) expect(frame.Events).toEqual(full.Events);
+        lines++;
+      }
+    }
+    expect(lines).toBeGreaterThan(100);
+  });
+
+  it('are exact where Nomad puts them: allocation, its job, reschedule and task events, other payloads', () => {
+    const line = `{"Events":[${[
+      `{"Topic":"Allocation","Type":"X","Key":"a","Namespace":"","FilterKeys":null,"Index":3,"Payload":{"Allocation":{"CreateTime":${early},"ID":"a","Job":{"SubmitTime":${late}},"ModifyIndex":3,"ModifyTime":${late},"RescheduleTracker":{"Events":[{"RescheduleTime":${early}}]},"TaskStates":{"main":${taskState(early, late)}}}}}`,
+      `{"Topic":"Evaluation","Type":"X","Key":"e","Namespace":"","FilterKeys":null,"Index":3,"Payload":{"Evaluation":{"CreateTime":${late},"ID":"e","ModifyTime":${early}}}}`,
+      `{"Topic":"Job","Type":"X","Key":"j","Namespace":"","FilterKeys":null,"Index":3,"Payload":{"Job":{"ID":"j","SubmitTime":${early}}}}`,
+    ].join(',')}],"Index":3}`;
+    expect(decodeFrame(line)?.Events.map((e) => e.Payload)).toEqual([
+      {
+        Allocation: {
+          CreateTime: BigInt(early),
+          ID: 'a',
+          Job: { SubmitTime: BigInt(late) },
+          ModifyIndex: 3,
+          ModifyTime: BigInt(late),
+          RescheduleTracker: { Events: [{ RescheduleTime: BigInt(early) }] },
+          TaskStates: { main: { Events: [{ Time: BigInt(early), Type: 'Started' }, { Time: BigInt(late), Type: 'Started' }], State: 'running' } },
+        },
+      },
+      { Evaluation: { CreateTime: BigInt(late), ID: 'e', ModifyTime: BigInt(early) } },
+      { Job: { ID: 'j', SubmitTime: BigInt(early) } },
+    ]);
+  });
+
+  it('are exact in keys out of sorted order (Go struct order), integer-like task names and unknown places', () => {
+    const lines = [
+      allocationFrame(`{"ID":"a1","TaskStates":{"main":${taskState(early)}},"ModifyIndex":9,"CreateTime":${late},"ModifyTime":${late}}`),
+      allocationFrame(`{"ID":"a1","ModifyIndex":9,"TaskStates":{"b":${taskState(late)},"10":${taskState(early)}}}`),
+      allocationFrame(`{"ID":"a1","ModifyIndex":9,"Metrics":{"Sample":{"CreateTime":${late}}},"TaskStates":{"main":${taskState(early)}}}`),
+    ];
+    const [structOrder, integerTasks, elsewhere] = lines.map((line) => decodeFrame(line)!.Events[0]!.Payload.Allocation as Record<string, unknown>);
+    expect(structOrder).toMatchObject({ CreateTime: BigInt(late), ModifyTime: BigInt(late), TaskStates: { main: { Events: [{ Time: BigInt(early) }] } } });
+    expect(integerTasks).toMatchObject({ TaskStates: { b: { Events: [{ Time: BigInt(late) }] }, 10: { Events: [{ Time: BigInt(early) }] } } });
+    expect(elsewhere).toMatchObject({ Metrics: { Sample: { CreateTime: BigInt(late) } }, TaskStates: { main: { Events: [{ Time: BigInt(early) }] } } });
   });
 });
