@@ -23,6 +23,8 @@ export interface WatchQueryOptions {
   /** Index to start from (default 0: the first answer comes at once). */
   index?: number;
   backoff?: BackoffOptions;
+  /** Which errors back off and retry (default: isRetryable, the Nomad transport's rule). */
+  retryable?: (error: unknown) => boolean;
 }
 
 /**
@@ -32,6 +34,7 @@ export interface WatchQueryOptions {
  */
 export function watchQuery<T>(query: IndexedQuery<T>, options: WatchQueryOptions = {}): Observable<NomadResponse<T>> {
   const scheduler = schedulerFor(options.clock ?? systemClock);
+  const retryable = options.retryable ?? isRetryable;
   return new Observable<NomadResponse<T>>((subscriber) => {
     const controller = new AbortController();
     let index = options.index ?? 0;
@@ -58,7 +61,7 @@ export function watchQuery<T>(query: IndexedQuery<T>, options: WatchQueryOptions
         },
         (error: unknown) => {
           if (controller.signal.aborted) return;
-          if (!isRetryable(error)) return subscriber.error(error);
+          if (!retryable(error)) return subscriber.error(error);
           failures++;
           pause = timer(backoffDelay(failures, options.backoff), scheduler).subscribe(ask);
         },

@@ -52,6 +52,13 @@ export interface NomadTransportOptions {
   timeoutMs?: number;
   /** Ask for gzip on ordinary requests (default true, as the Nomad Go client does). */
   gzip?: boolean;
+  /**
+   * Headers every request carries besides the config's token. The same transport serves another
+   * HashiCorp API this way (Consul: X-Consul-Token); they are never put in an error.
+   */
+  headers?: Readonly<Record<string, string>>;
+  /** Prefix of the query-meta headers (default `x-nomad-`; Consul's are `x-consul-`). */
+  metaHeaderPrefix?: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -61,16 +68,19 @@ function headerValue(headers: Dispatcher.ResponseData['headers'], name: string):
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** X-Nomad-Index / -Knownleader / -Lastcontact / -Nexttoken (undici lower-cases header names). */
-export function queryMetaFrom(headers: Dispatcher.ResponseData['headers']): QueryMeta {
-  const index = Number(headerValue(headers, 'x-nomad-index'));
-  const lastContact = Number(headerValue(headers, 'x-nomad-lastcontact'));
+/**
+ * X-Nomad-Index / -Knownleader / -Lastcontact / -Nexttoken (undici lower-cases header names);
+ * Consul's X-Consul-* with `prefix` = `x-consul-`.
+ */
+export function queryMetaFrom(headers: Dispatcher.ResponseData['headers'], prefix = 'x-nomad-'): QueryMeta {
+  const index = Number(headerValue(headers, `${prefix}index`));
+  const lastContact = Number(headerValue(headers, `${prefix}lastcontact`));
   const meta: QueryMeta = {
     lastIndex: Number.isSafeInteger(index) && index > 0 ? index : 0,
-    knownLeader: headerValue(headers, 'x-nomad-knownleader') === 'true',
+    knownLeader: headerValue(headers, `${prefix}knownleader`) === 'true',
     lastContactMs: Number.isFinite(lastContact) ? lastContact : 0,
   };
-  const nextToken = headerValue(headers, 'x-nomad-nexttoken');
+  const nextToken = headerValue(headers, `${prefix}nexttoken`);
   if (nextToken !== undefined && nextToken !== '') meta.nextToken = nextToken;
   return meta;
 }
@@ -118,6 +128,7 @@ export class NomadTransport {
   private readonly timeoutMs: number;
   private readonly gzip: boolean;
   private readonly headers: Record<string, string>;
+  private readonly metaHeaderPrefix: string;
 
   constructor(
     private readonly config: NomadConfig,
@@ -126,7 +137,8 @@ export class NomadTransport {
     this.clock = options.clock ?? systemClock;
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.gzip = options.gzip ?? true;
-    this.headers = nomadAuthHeaders(config);
+    this.headers = { ...nomadAuthHeaders(config), ...options.headers };
+    this.metaHeaderPrefix = options.metaHeaderPrefix ?? 'x-nomad-';
     const endpoint = nomadEndpoint(config);
     this.pool = new Pool(endpoint.origin, {
       connections: options.connections ?? 32,
@@ -160,7 +172,7 @@ export class NomadTransport {
     try {
       const response = await this.send(method, target, deadline, this.gzip, options.body);
       if (response.statusCode !== 200) throw new NomadHttpError(response.statusCode, method, target, await readErrorText(response));
-      return { body: parseNomadJson(await readText(response)) as T, meta: queryMetaFrom(response.headers) };
+      return { body: parseNomadJson(await readText(response)) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix) };
     } catch (error) {
       throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
     } finally {
@@ -185,7 +197,7 @@ export class NomadTransport {
       // The caller's signal must still reach the body (it is how a stream is stopped); only the
       // wait for headers was time-limited.
       deadline.clearTimer();
-      return { meta: queryMetaFrom(response.headers), body: untilDone(decodedBody(response), () => deadline.dispose()) };
+      return { meta: queryMetaFrom(response.headers, this.metaHeaderPrefix), body: untilDone(decodedBody(response), () => deadline.dispose()) };
     } catch (error) {
       deadline.dispose();
       throw this.describe(error, 'GET', target, deadline, timeoutMs);

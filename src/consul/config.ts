@@ -1,0 +1,125 @@
+/**
+ * Where and how to reach Consul, read from the environment as Consul's own CLI and Go API client
+ * read it (consul api/api.go DefaultConfig and NewClient).
+ */
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { NomadTlsOptions } from '../nomad/config.js';
+import { ConsulConfigError } from './errors.js';
+
+/** Where and how to reach a Consul agent or server. */
+export interface ConsulConfig {
+  /** http://host:port, https://host:port or unix:///path/to.sock. */
+  address: string;
+  /** ACL token, sent as X-Consul-Token. Never logged or put in an error. */
+  token?: string;
+  /** Consul Enterprise namespace (?ns=). */
+  namespace?: string;
+  /** Datacenter to ask (?dc=); default the agent's own. */
+  datacenter?: string;
+  /** Same shape as Nomad's: PEM text, servername, rejectUnauthorized. */
+  tls?: NomadTlsOptions;
+}
+
+export const DEFAULT_CONSUL_ADDRESS = 'http://127.0.0.1:8500';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * Go's strconv.ParseBool. Consul only warns about anything else, and for CONSUL_HTTP_SSL_VERIFY
+ * then turns verification off: a typo must not do that silently, so it is refused here.
+ */
+export function parseGoBool(variable: string, value: string): boolean {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  throw new ConsulConfigError(`${variable}: ${JSON.stringify(value)} is not a boolean (true, false, 1, 0, t, f)`);
+}
+
+function set(env: Env, name: string): string | undefined {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value.trim();
+}
+
+function readVariableFile(variable: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConsulConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** CONSUL_CAPATH: a directory of PEM files, or one file. */
+function readCaPath(path: string): string[] {
+  const stat = statSync(path, { throwIfNoEntry: false });
+  if (stat === undefined) throw new ConsulConfigError(`CONSUL_CAPATH: ${path} does not exist`);
+  if (!stat.isDirectory()) return [readVariableFile('CONSUL_CAPATH', path)];
+  return readdirSync(path)
+    .filter((name) => /\.(pem|crt)$/i.test(name))
+    .sort()
+    .map((name) => readVariableFile('CONSUL_CAPATH', join(path, name)));
+}
+
+/**
+ * Consul's address rules: a scheme of http, https or unix, or none (then https when `ssl`, else
+ * http). A path after host:port is not part of Consul's addresses and is refused.
+ */
+export function consulAddress(address: string, ssl = false): string {
+  const match = /^([a-z][a-z0-9+.-]*):\/\/(.*)$/i.exec(address);
+  const scheme = match?.[1]?.toLowerCase() ?? (ssl ? 'https' : 'http');
+  const rest = match?.[2] ?? address;
+  if (scheme === 'unix') {
+    if (rest === '') throw new ConsulConfigError('CONSUL_HTTP_ADDR: unix:// needs a socket path');
+    return `unix://${rest}`;
+  }
+  if (scheme !== 'http' && scheme !== 'https') throw new ConsulConfigError(`CONSUL_HTTP_ADDR: unknown protocol scheme: ${scheme}`);
+  let url: URL;
+  try {
+    url = new URL(`${scheme}://${rest}`);
+  } catch {
+    throw new ConsulConfigError(`CONSUL_HTTP_ADDR is not a valid address: ${address}`);
+  }
+  if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '') {
+    throw new ConsulConfigError(`CONSUL_HTTP_ADDR must be host:port, got ${url.host}${url.pathname === '/' ? '' : ' with a path'}`);
+  }
+  return url.origin;
+}
+
+/**
+ * The configuration Consul's CLI would use with this environment: CONSUL_HTTP_ADDR (default
+ * 127.0.0.1:8500) with CONSUL_HTTP_SSL, CONSUL_HTTP_TOKEN and CONSUL_HTTP_TOKEN_FILE (the file wins,
+ * as in NewClient), CONSUL_CACERT / CONSUL_CAPATH, CONSUL_CLIENT_CERT + CONSUL_CLIENT_KEY,
+ * CONSUL_TLS_SERVER_NAME, CONSUL_HTTP_SSL_VERIFY=false, CONSUL_NAMESPACE. `overrides` win.
+ * Throws ConsulConfigError for an address or a file that cannot work; never with the token in it.
+ */
+export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<ConsulConfig> = {}): ConsulConfig {
+  const sslValue = set(env, 'CONSUL_HTTP_SSL');
+  const config: ConsulConfig = {
+    address: consulAddress(set(env, 'CONSUL_HTTP_ADDR') ?? '127.0.0.1:8500', sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),
+  };
+  const tokenFile = set(env, 'CONSUL_HTTP_TOKEN_FILE');
+  const token = (tokenFile === undefined ? undefined : readVariableFile('CONSUL_HTTP_TOKEN_FILE', tokenFile).trim()) || set(env, 'CONSUL_HTTP_TOKEN');
+  if (token !== undefined && token !== '') config.token = token;
+  const namespace = set(env, 'CONSUL_NAMESPACE');
+  if (namespace !== undefined) config.namespace = namespace;
+
+  const tls: NomadTlsOptions = {};
+  const caCert = set(env, 'CONSUL_CACERT');
+  const caPath = set(env, 'CONSUL_CAPATH');
+  if (caCert !== undefined) tls.ca = [readVariableFile('CONSUL_CACERT', caCert)];
+  else if (caPath !== undefined) tls.ca = readCaPath(caPath);
+  const clientCert = set(env, 'CONSUL_CLIENT_CERT');
+  const clientKey = set(env, 'CONSUL_CLIENT_KEY');
+  if ((clientCert === undefined) !== (clientKey === undefined)) {
+    throw new ConsulConfigError('CONSUL_CLIENT_CERT and CONSUL_CLIENT_KEY must be set together');
+  }
+  if (clientCert !== undefined && clientKey !== undefined) {
+    tls.cert = readVariableFile('CONSUL_CLIENT_CERT', clientCert);
+    tls.key = readVariableFile('CONSUL_CLIENT_KEY', clientKey);
+  }
+  const servername = set(env, 'CONSUL_TLS_SERVER_NAME');
+  if (servername !== undefined) tls.servername = servername;
+  const verify = set(env, 'CONSUL_HTTP_SSL_VERIFY');
+  if (verify !== undefined && !parseGoBool('CONSUL_HTTP_SSL_VERIFY', verify)) tls.rejectUnauthorized = false;
+  if (Object.keys(tls).length > 0) config.tls = tls;
+  return { ...config, ...overrides };
+}

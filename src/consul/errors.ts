@@ -1,0 +1,72 @@
+/**
+ * Errors of the Consul client, undici style: one base class with a stable `code`, one subclass per
+ * kind of failure. Requests are described by method and path only: the ACL token travels in a
+ * header and never appears here.
+ */
+import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from '../nomad/errors.js';
+
+export abstract class ConsulError extends Error {
+  abstract readonly code: string;
+}
+
+/** CONSUL_* settings that cannot work (unreadable file, malformed address or boolean). */
+export class ConsulConfigError extends ConsulError {
+  readonly code = 'CONSUL_CONFIG_ERROR';
+  override name = 'ConsulConfigError';
+}
+
+/** Consul answered with a status other than 200; `body` is its plain-text message (e.g. `ACL not found`). */
+export class ConsulHttpError extends ConsulError {
+  readonly code = 'CONSUL_HTTP_ERROR';
+  override name = 'ConsulHttpError';
+
+  constructor(
+    readonly status: number,
+    readonly method: string,
+    readonly path: string,
+    readonly body: string,
+  ) {
+    super(`Consul ${method} ${path}: ${status}${body.trim() === '' ? '' : ` (${body.trim()})`}`);
+  }
+}
+
+/** No usable answer: connection refused or broken, time limit passed, or a body that is not the JSON expected. */
+export class ConsulUnavailableError extends ConsulError {
+  readonly code = 'CONSUL_UNAVAILABLE';
+  override name = 'ConsulUnavailableError';
+
+  constructor(
+    readonly reason: 'connection' | 'timeout' | 'decode',
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * The shared HTTP transport speaks in Nomad's error classes; say the same in Consul's. Anything
+ * else (a bug, an abort) is passed through unchanged.
+ */
+export function consulErrorFrom(error: unknown, method: string, path: string): unknown {
+  if (error instanceof NomadHttpError) return new ConsulHttpError(error.status, method, path, error.body);
+  if (error instanceof NomadTimeoutError) {
+    return new ConsulUnavailableError('timeout', `Consul ${method} ${path}: no answer within ${error.timeoutMs} ms`, { cause: error });
+  }
+  if (error instanceof NomadConnectionError) {
+    const reason = error.cause instanceof Error ? error.cause.message : String(error.cause);
+    return new ConsulUnavailableError('connection', `Consul ${method} ${path}: connection failed: ${reason}`, { cause: error });
+  }
+  if (error instanceof NomadDecodeError) {
+    return new ConsulUnavailableError('decode', `Consul ${method} ${path}: ${error.message}`, { cause: error });
+  }
+  return error;
+}
+
+/**
+ * A supervisor's Consul source keeps trying through every Consul failure, ACL refusals included
+ * (a token may be granted later): health must not go blind for good because of one bad answer.
+ */
+export function isConsulError(error: unknown): boolean {
+  return error instanceof ConsulError;
+}
