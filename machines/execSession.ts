@@ -7,7 +7,7 @@ import { assign, fromCallback, sendTo, setup } from 'xstate';
  *            └─ deadline: (armed ──timeout──►) or unbounded
  *      │
  *      ├──► exited   (final: the `exited` frame, with its exit code)
- *      ├──► failed   (final: the transport's typed error)
+ *      ├──► failed   (final: the transport's typed error, or the error it threw)
  *      └──► cancelled (final: CANCEL from the owner, or the deadline)
  *
  * The socket is the invoked `transport` actor (provided with `machine.provide`), so the machine stays
@@ -16,6 +16,8 @@ import { assign, fromCallback, sendTo, setup } from 'xstate';
  */
 
 export interface ExecSessionInput {
+  /** The owner's name for the session; its transport finds the session's connection by it. */
+  sessionId: string;
   allocId: string;
   task: string;
   command: readonly string[];
@@ -71,6 +73,13 @@ export const execSessionMachine = setup({
     recordFailure: assign({
       outcome: ({ context, event }) => (event.type === 'TRANSPORT.FAILED' ? { status: 'failed', error: event.error } : context.outcome),
     }),
+    // A transport that throws ends this session, not its owner (an unhandled child error would).
+    recordTransportError: assign((_, params: { error: unknown }) => ({
+      outcome: {
+        status: 'failed' as const,
+        error: params.error instanceof Error ? params.error : new Error(`exec transport failed: ${String(params.error)}`),
+      },
+    })),
     recordCancel: assign({ outcome: { status: 'cancelled', reason: 'cancelled' } }),
     recordTimeout: assign({ outcome: { status: 'cancelled', reason: 'timeout' } }),
   },
@@ -89,12 +98,14 @@ export const execSessionMachine = setup({
         id: 'transport',
         src: 'transport',
         input: ({ context }) => ({
+          sessionId: context.sessionId,
           allocId: context.allocId,
           task: context.task,
           command: context.command,
           tty: context.tty,
           ...(context.timeoutMs === undefined ? {} : { timeoutMs: context.timeoutMs }),
         }),
+        onError: { target: 'failed', actions: { type: 'recordTransportError', params: ({ event }) => ({ error: event.error }) } },
       },
       on: {
         'TRANSPORT.EXITED': { target: 'exited', actions: 'recordExit' },

@@ -42,7 +42,7 @@ export type SupervisorEvent =
   | { type: 'CONNECTION.BACKING_OFF'; attempt: number; retryInMs: number; reason: string }
   | { type: 'EVALUATION.MONITOR'; evalId: string }
   | { type: 'EVALUATION.UPDATED'; evaluation: EvaluationView }
-  | { type: 'EXEC.START'; sessionId: string; session: ExecSessionInput }
+  | { type: 'EXEC.START'; sessionId: string; session: Omit<ExecSessionInput, 'sessionId'> }
   | { type: 'EXEC.CANCEL'; sessionId: string }
   | { type: 'STOP' };
 
@@ -100,7 +100,7 @@ export const supervisorMachine = setup({
     spawnExecSession: enqueueActions(({ context, event, enqueue }) => {
       if (event.type !== 'EXEC.START') return;
       const id = execActorId(event.sessionId);
-      enqueue.spawnChild('execSession', { id, systemId: id, input: event.session });
+      enqueue.spawnChild('execSession', { id, systemId: id, input: { ...event.session, sessionId: event.sessionId } });
       enqueue.assign({ execSessions: [...context.execSessions, event.sessionId] });
     }),
     cancelExecSession: enqueueActions(({ context, event, enqueue }) => {
@@ -108,9 +108,9 @@ export const supervisorMachine = setup({
         enqueue.sendTo(execActorId(event.sessionId), { type: 'CANCEL' });
       }
     }),
-    // A finished child leaves the lists (its output stays with whoever awaited it).
+    // A finished (or failed) child leaves the lists (its output stays with whoever awaited it).
     forgetFinishedChild: enqueueActions(({ context, event, enqueue }) => {
-      const id = event.type.slice('xstate.done.actor.'.length);
+      const id = event.type.replace(/^xstate\.(done|error)\.actor\./, '');
       if (id.startsWith('evaluation:')) {
         enqueue.assign({ evaluations: without(context.evaluations, id.slice('evaluation:'.length)) });
       } else if (id.startsWith('exec:')) {
@@ -140,6 +140,8 @@ export const supervisorMachine = setup({
         'EXEC.START': { guard: 'execSessionIsNew', actions: 'spawnExecSession' },
         'EXEC.CANCEL': { actions: 'cancelExecSession' },
         'xstate.done.actor.*': { actions: 'forgetFinishedChild' },
+        // Unhandled, a child's error would end the supervisor with it.
+        'xstate.error.actor.*': { actions: 'forgetFinishedChild' },
         STOP: 'stopped',
       },
       initial: 'connecting',

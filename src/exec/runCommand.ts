@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ExecError } from '../nomad/exec/errors.js';
-import type { ExecClient, ExecOptions, ExecSession } from './execClient.js';
+import type { ExecOptions, ExecSession, ExecTarget } from './sessions.js';
 import { removeFifoCommand, stderrReaderCommand, wrapCommand, type ExecutionOptions } from './executionOptions.js';
 
 export interface RunCommandOptions extends ExecOptions, ExecutionOptions {
@@ -9,11 +9,12 @@ export interface RunCommandOptions extends ExecOptions, ExecutionOptions {
 }
 
 /**
- * Runs a command the way a code-execution service does (see ExecutionOptions). With tty and
+ * Runs a command the way a code-execution service does (see ExecutionOptions), through an ExecClient
+ * or a Supervisor (its sessions then are the supervisor's child actors). With tty and
  * separateStderr, a first exec makes a fifo and copies it to `stderr` while the command's own exec
  * writes its stderr into it; `exitCode` settles only after both, so no output is lost.
  */
-export function runCommand(client: ExecClient, allocId: string, options: RunCommandOptions): ExecSession {
+export function runCommand(client: ExecTarget, allocId: string, options: RunCommandOptions): ExecSession {
   if (!(options.tty === true && options.separateStderr === true)) {
     return client.exec(allocId, { ...execOptions(options), command: wrapCommand(options.command, options) });
   }
@@ -37,13 +38,13 @@ export function runCommand(client: ExecClient, allocId: string, options: RunComm
   });
 
   // A reader that ends badly while the command waits for its fifo would leave the command waiting forever.
-  let readerFailure: ExecError | undefined;
+  let readerFailure: Error | undefined;
   const readerDone = reader.exitCode.then(
     (code) => {
       if (code !== 0) readerFailure = new ExecError(`the stderr reader exited with code ${code}`);
     },
     (error: unknown) => {
-      readerFailure = error instanceof ExecError ? error : new ExecError(String(error));
+      readerFailure = error instanceof Error ? error : new ExecError(String(error));
     },
   );
   void readerDone.then(() => {
@@ -60,7 +61,11 @@ export function runCommand(client: ExecClient, allocId: string, options: RunComm
       stopReader.abort();
       await readerDone;
       // The fifo outlives a session cut short before both its ends were open.
-      client.exec(allocId, { task: options.task, command: removeFifoCommand(fifo, options) }).exitCode.catch(() => undefined);
+      try {
+        client.exec(allocId, { task: options.task, command: removeFifoCommand(fifo, options) }).exitCode.catch(() => undefined);
+      } catch {
+        // The owner has stopped (a supervisor): nothing runs any more, and the fifo stays.
+      }
       throw cause;
     }
   })();

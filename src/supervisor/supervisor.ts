@@ -3,7 +3,7 @@ import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef, type
 import { checksRequired } from '../../machines/allocationHealthRules.js';
 import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
 import { evaluationOutcome, isTerminalEvaluation, type EvaluationOutcome, type EvaluationView } from '../../machines/evaluationOutcome.js';
-import { evaluationActorId, supervisorMachine } from '../../machines/supervisor.js';
+import { evaluationActorId, execActorId, supervisorMachine } from '../../machines/supervisor.js';
 import type { TaskGroup } from '../nomad/types.js';
 import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
@@ -13,8 +13,11 @@ import type { Clock } from '../clock/index.js';
 import { HealthRegistry, type HealthChange } from '../health/registry.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
+import { ConsulCheckFanOut } from '../consul/checkFanOut.js';
+import type { ConsulChecksUpdate } from '../consul/client.js';
 import { JobCache } from '../streams/jobCache.js';
 import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
+import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
 import { BoundedHistory } from './boundedHistory.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
 import type { SupervisorInput } from './inputs.js';
@@ -39,6 +42,11 @@ export interface SupervisorRuntimeOptions {
   inspect?: (event: InspectionEvent) => void;
   /** Close `nomad` on stop (the supervisor created it). */
   ownsClient?: boolean;
+  /**
+   * The datacenter's Consul checks (ConsulClient.watchHealthChecks): with it, groups judged by their
+   * service checks are judged, each allocation fed only its own checks; without it they are left unjudged.
+   */
+  consulChecks?: Observable<ConsulChecksUpdate>;
 }
 
 export interface WaitForDeploymentOptions {
@@ -101,7 +109,7 @@ function describeError(error: unknown): string {
  * history once an allocation's machine is done, runs evaluations and exec sessions as children
  * of the supervisor actor, and answers the embedding API.
  */
-export class Supervisor {
+export class Supervisor implements ExecTarget {
   /** The supervisor actor: connection state, evaluation and exec session children. */
   readonly actor: Actor<typeof supervisorMachine>;
   readonly verdicts$: Observable<VerdictRecord>;
@@ -128,10 +136,15 @@ export class Supervisor {
   private readonly deploymentWaiters = new Set<DeploymentWaiter>();
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
   private readonly runnerTrackers = new Set<RunnerAllocationTracker>();
+  /** Exec sessions' connections, on the client's Nomad configuration; their actors are our children. */
+  private readonly execSessions: ExecSessions;
   /** Rejects when the supervisor stops: raced against waits on child actors. */
   private readonly stoppedSignal: Promise<never>;
   private rejectStopped: (error: Error) => void = () => undefined;
   private readonly subscription: Subscription;
+  /** Consul's checks, fanned out to the allocations judged by them (when a Consul source is given). */
+  private readonly consul: ConsulCheckFanOut | undefined;
+  private readonly consulSubscription: Subscription | undefined;
   private stopped = false;
 
   constructor(private readonly options: SupervisorRuntimeOptions) {
@@ -151,12 +164,20 @@ export class Supervisor {
     this.stoppedSignal.catch(() => undefined);
     this.registry = new HealthRegistry({ clock, ...(inspect ? { inspect } : {}) });
     this.registry.subscribe((change) => this.onHealthChange(change));
+    this.consul = options.consulChecks && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    this.consulSubscription = options.consulChecks?.subscribe({
+      next: (update) => this.consul?.update(update.checks),
+      error: (error: unknown) => this.logger.error('Consul checks source failed', { error: describeError(error) }),
+    });
     const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
       const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};
       return (await nomad.getEvaluation(input.evalId, { ...query, signal })).body;
     });
+    this.execSessions = new ExecSessions(nomad.config, { clock });
     this.actor = createActor(
-      supervisorMachine.provide({ actors: { evaluation: evaluationMachine.provide({ actors: { readEvaluation } }) } }),
+      supervisorMachine.provide({
+        actors: { evaluation: evaluationMachine.provide({ actors: { readEvaluation } }), execSession: this.execSessions.machine },
+      }),
       { clock, ...(inspect ? { inspect } : {}) },
     );
     this.connection$ = new Observable<ConnectionState>((subscriber) => {
@@ -263,6 +284,25 @@ export class Supervisor {
   }
 
   /**
+   * Runs a command in an allocation as ExecClient.exec does (same options, same session), with this
+   * supervisor's Nomad configuration, as a child actor of the supervisor: `exec:<sessionId>` among the
+   * actor's children while it runs. `runCommand(supervisor, ...)` adds the execution options. stop()
+   * ends every session (its exitCode rejects with SupervisorStoppedError); once stopped, exec throws it.
+   */
+  exec(allocId: string, options: ExecOptions): ExecSession {
+    const stopped = (): SupervisorStoppedError => new SupervisorStoppedError(`an exec session in allocation ${allocId}`);
+    return this.execSessions.open(allocId, options, {
+      spawn: (session) => {
+        if (this.stopped) throw stopped();
+        this.actor.send({ type: 'EXEC.START', sessionId: session.sessionId, session });
+        // Spawned and started during the send; its transport reports nothing before the send returns.
+        return this.actor.system.get(execActorId(session.sessionId)) as ExecSessionActor;
+      },
+      stoppedError: stopped,
+    });
+  }
+
+  /**
    * Runner-manager callbacks (Poseidon's semantics, see src/runners/allocationCallbacks.ts) for the
    * allocations in scope, from now on. Returns the function that ends them.
    */
@@ -277,6 +317,7 @@ export class Supervisor {
     if (this.stopped) return;
     this.stopped = true;
     this.subscription.unsubscribe();
+    this.consulSubscription?.unsubscribe();
     for (const id of [...this.tracked.keys()]) this.registry.drop(id);
     this.tracked.clear();
     this.resolving.clear();
@@ -396,9 +437,11 @@ export class Supervisor {
       const { view, problems } = allocationView(allocation, group);
       for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
       this.tracked.set(id, { ref: refOf(allocation), group, jobVersion: job.Version });
-      this.registry.track(id, judged.policy, view);
+      const checks = checksRequired(judged.policy) ? this.consul?.follow(id, group) : undefined;
+      this.registry.track(id, judged.policy, view, checks);
     } catch (error) {
       this.tracked.delete(id);
+      this.consul?.forget(id);
       this.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${describeError(error)}` });
     }
   }
@@ -406,9 +449,9 @@ export class Supervisor {
   /**
    * How a group's allocations are judged, or why they are not. Nomad's client watches every
    * service/system allocation: with the update block in a deployment, else with the migrate block
-   * (client/allocrunner/health_hook.go getHealthParams). Service checks come from Consul, which this
-   * supervisor does not read yet: judging a check-based group without them would call every
-   * allocation unhealthy at its deadline, so such groups are left unjudged.
+   * (client/allocrunner/health_hook.go getHealthParams). Service checks come from Consul: without a
+   * Consul source, judging a check-based group would call every allocation unhealthy at its
+   * deadline, so such groups are left unjudged.
    */
   private policyFor(job: Job, group: string, inDeployment: boolean): { policy: HealthPolicy } | { reason: string } {
     const decision = healthPolicyFor(job, group, {
@@ -417,7 +460,7 @@ export class Supervisor {
       ...(this.options.policy ? { optIn: this.options.policy } : {}),
     });
     if (!decision.watched) return { reason: decision.reason };
-    if (checksRequired(decision.policy)) {
+    if (checksRequired(decision.policy) && this.consul === undefined) {
       return { reason: `group ${group} is judged by its service checks (health_check = "checks"), which need a Consul source this supervisor does not have` };
     }
     return { policy: decision.policy };
@@ -440,6 +483,7 @@ export class Supervisor {
     const record: VerdictRecord = { alloc: tracked.ref, outcome: change.outcome };
     this.tracked.delete(change.allocationId);
     this.registry.drop(change.allocationId);
+    this.consul?.forget(change.allocationId);
     this.history.set(change.allocationId, record);
     this.verdictSubject.next(record);
     for (const waiter of this.verdictWaiters.get(change.allocationId) ?? []) waiter.resolve(record);

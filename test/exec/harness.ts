@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { VirtualClock } from '../../src/clock/index.js';
-import { ExecClient, type ExecSession } from '../../src/exec/execClient.js';
+import { ExecClient } from '../../src/exec/execClient.js';
+import type { ExecSession } from '../../src/exec/sessions.js';
 import type { FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 

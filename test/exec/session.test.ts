@@ -32,7 +32,7 @@ describe('the session machine', () => {
     });
     return { received, transport, open: () => sendBack({ type: 'TRANSPORT.OPENED' }), exit: (exitCode: number) => sendBack({ type: 'TRANSPORT.EXITED', exitCode }), stopped: () => stopped };
   }
-  const input = { allocId: 'a', task: 'main', command: ['true'], tty: false };
+  const input = { sessionId: 's', allocId: 'a', task: 'main', command: ['true'], tty: false };
 
   test('sends a heartbeat every 10 s while open, none while connecting, and stops the transport on exit', () => {
     const clock = new VirtualClock();
