@@ -7,6 +7,8 @@ import type { Evaluation } from '../nomad/types.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { describeChange, describeDeployment, describeEvaluation, describeVerdict, paint, type DescribeOptions } from '../supervisor/describe.js';
 import { FakeNomad } from '../testing/fakeNomad.js';
+import { interruptSignal, portNumber } from './watchCommand.js';
+import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
 import type { StreamEvent } from '../testing/nomad/eventBroker.js';
 import { isHeartbeatLine, readScenario, type Scenario } from '../testing/recording.js';
@@ -50,6 +52,10 @@ export interface DemoIo {
   /** Folder holding the recorded scenarios (…/nomad-1.1.2/scenarios). */
   recordingsDir: string;
   color?: boolean;
+  /** Start the inspector on this port (0: any free one); undefined: no inspector. */
+  inspectPort?: number;
+  /** With the inspector on: keep it open after the last scenario until this resolves. */
+  linger?: () => Promise<void>;
 }
 
 /** Nomad's own answer removed from the replay: no DeploymentStatus, no "Alloc Unhealthy" event. */
@@ -105,7 +111,9 @@ export async function runDemo(io: DemoIo): Promise<void> {
   const style: DescribeOptions = { color: io.color ?? false, shortTime: true };
   const fake = await FakeNomad.start({ clock });
   const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false });
-  const supervisor = createSupervisor({ nomad, clock });
+  const inspector = io.inspectPort === undefined ? undefined : await startInspector({ clock, port: io.inspectPort });
+  const supervisor = createSupervisor({ nomad, clock, ...(inspector ? { inspect: inspector.inspect } : {}) });
+  inspector?.attach(supervisor);
   let jobId = '';
   // A move into a final state is followed by its verdict line, which says more.
   const FINAL = new Set(['healthy', 'unhealthy', 'stopped']);
@@ -118,6 +126,7 @@ export async function runDemo(io: DemoIo): Promise<void> {
   io.write(paint('Warden demo', 'bold', style));
   io.write(`  A FakeNomad on ${fake.address} replays ${DEMO_SCENARIOS.length} deployments recorded from a real Nomad 1.1.2 agent,`);
   io.write("  with Nomad's own health verdicts removed: every verdict below is Warden's, reached live from the event stream.");
+  if (inspector) io.write(`  Inspector (live state charts and reasons): ${paint(inspector.url, 'note', style)}`);
   try {
     for (const [i, demo] of DEMO_SCENARIOS.entries()) {
       const scenario = readScenario(join(io.recordingsDir, demo.name));
@@ -131,8 +140,13 @@ export async function runDemo(io: DemoIo): Promise<void> {
     io.write('');
     io.write(`${paint('Done.', 'bold', style)} On a cluster of yours: ${paint('warden watch', 'note', style)} follows every allocation,`);
     io.write(`${paint('warden gate <job>', 'note', style)} waits for a deployment (exit 0 healthy, 1 not, 2 Nomad unreachable).`);
+    if (inspector && io.linger) {
+      io.write(`The inspector stays open at ${paint(inspector.url, 'note', style)}: Ctrl-C to end.`);
+      await io.linger();
+    }
   } finally {
     await supervisor.stop();
+    await inspector?.close();
     await nomad.close();
     await fake.close();
   }
@@ -184,6 +198,12 @@ function pace(clock: VirtualClock, speed: number): () => void {
   return () => clearInterval(timer);
 }
 
+/** Ctrl-C ends the wait (and only this wait: until then Ctrl-C ends the demo as usual). */
+function untilInterrupted(): Promise<void> {
+  const signal = interruptSignal();
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
 function positiveNumber(text: string): number {
   const value = Number(text);
   if (!(value > 0) || !Number.isFinite(value)) throw new InvalidArgumentError('expected a positive number');
@@ -196,12 +216,20 @@ export function registerDemoCommand(program: Command): void {
     .description('Replay recorded Nomad deployments on a local FakeNomad and watch the supervisor judge them (npm start)')
     .option('--speed <factor>', 'run this many times faster than recorded', positiveNumber, 1)
     .option('--recordings <dir>', 'folder of recorded scenarios', defaultRecordingsDir())
-    .action(async (options: { speed: number; recordings: string }) => {
+    .option('--inspect-port <port>', 'port of the inspector web page (default: any free port, printed on start)', portNumber, 0)
+    .option('--no-inspect', 'do not start the inspector')
+    .action(async (options: { speed: number; recordings: string; inspect: boolean; inspectPort: number }) => {
       const first = readScenario(join(options.recordings, DEMO_SCENARIOS[0]!.name));
       const clock = new VirtualClock({ start: Date.parse(first.meta.stream_opened_at) });
       const stop = pace(clock, options.speed);
       try {
-        await runDemo({ clock, recordingsDir: options.recordings, write: (text) => process.stdout.write(`${text}\n`), color: process.stdout.isTTY });
+        await runDemo({
+          clock,
+          recordingsDir: options.recordings,
+          write: (text) => process.stdout.write(`${text}\n`),
+          color: process.stdout.isTTY,
+          ...(options.inspect ? { inspectPort: options.inspectPort, linger: untilInterrupted } : {}),
+        });
       } finally {
         stop();
       }

@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import { InvalidArgumentError, Option, type Command } from 'commander';
 import { systemClock, type Clock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
@@ -6,6 +6,7 @@ import type { NomadTransportOptions } from '../nomad/transport.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
+import { startInspector } from '../inspect/inspector.js';
 
 /**
  * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
@@ -18,6 +19,8 @@ export interface WatchOptions {
   namespace?: string[];
   jobPrefix?: string[];
   json?: boolean;
+  /** Serve the inspector on this port (0: any free one, printed). */
+  inspect?: number;
 }
 
 /** Where a command writes and what it runs on; the CLI passes the process's, tests their own. */
@@ -45,12 +48,16 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const nomad = new NomadClient(config, { ...io.transport, clock });
+  const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token] });
   const supervisor = createSupervisor({
     nomad,
     clock,
+    ...(inspector ? { inspect: inspector.inspect } : {}),
     scope: { ...(options.namespace ? { namespaces: options.namespace } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
   });
+  inspector?.attach(supervisor);
   const line = (human: string, json: object): void => io.write(options.json ? JSON.stringify(json) : human);
+  if (inspector) line(`${paint('inspector', 'note', style)} ${inspector.url}`, { type: 'inspector', url: inspector.url });
   let exitCode = 0;
   let finish: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => {
@@ -76,6 +83,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   if (io.signal?.aborted) finish();
   await finished;
   await supervisor.stop();
+  await inspector?.close();
   await nomad.close();
   return exitCode;
 }
@@ -88,6 +96,12 @@ export function interruptSignal(): AbortSignal {
   return controller.signal;
 }
 
+export function portNumber(text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0 || value > 65_535) throw new InvalidArgumentError('expected a port number (0-65535; 0 picks a free one)');
+  return value;
+}
+
 export function registerWatchCommand(program: Command): void {
   program
     .command('watch')
@@ -95,10 +109,12 @@ export function registerWatchCommand(program: Command): void {
     .addOption(new Option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)'))
     .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
     .option('--json', 'one JSON object a line')
-    .action(async (options: WatchOptions) => {
+    .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
+    .action(async (options: Omit<WatchOptions, 'inspect'> & { inspect?: number | true }) => {
       const namespaces = options.namespace ?? (process.env.NOMAD_NAMESPACE ? [process.env.NOMAD_NAMESPACE] : undefined);
+      const { inspect, ...rest } = options;
       process.exitCode = await watch(
-        { ...options, ...(namespaces ? { namespace: namespaces } : {}) },
+        { ...rest, ...(namespaces ? { namespace: namespaces } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
         { env: process.env, write: (text) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY },
       );
     });
