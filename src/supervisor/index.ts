@@ -12,6 +12,8 @@ import { systemClock, type Clock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import type { NomadConfig } from '../nomad/config.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
+import { ConsulClient } from '../consul/client.js';
+import type { ConsulConfig } from '../consul/config.js';
 import { redactingLogger, silentLogger, type Logger } from './logger.js';
 import { nomadSource } from './nomadSource.js';
 import { resolveScope, type SupervisorScope } from './scope.js';
@@ -29,6 +31,12 @@ export interface SupervisorOptions {
   /** Verdicts kept after their allocation's machine is stopped (default 10,000). */
   historySize?: number;
   inspect?: (event: InspectionEvent) => void;
+  /**
+   * Consul, for groups judged by their service checks (health_check = "checks"): a client to share or
+   * the configuration to build one from (then closed on stop). One blocking query serves every
+   * allocation. Without it such groups are left unjudged, with the reason.
+   */
+  consul?: ConsulClient | ConsulConfig;
 }
 
 export function createSupervisor(options: SupervisorOptions): Supervisor {
@@ -36,16 +44,18 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const ownsClient = !(options.nomad instanceof NomadClient);
   const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
   const scope = resolveScope(options.scope);
+  const consul = options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock });
   return new Supervisor({
     nomad,
     clock,
     source: nomadSource(nomad, scope, clock),
     ownsClient,
-    logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token]),
+    logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.historySize ? { historySize: options.historySize } : {}),
     ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(consul ? { consul, ownsConsul: !(options.consul instanceof ConsulClient) } : {}),
   });
 }
 

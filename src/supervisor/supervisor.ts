@@ -14,7 +14,7 @@ import { HealthRegistry, type HealthChange } from '../health/registry.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
 import { ConsulCheckFanOut } from '../consul/checkFanOut.js';
-import type { ConsulChecksUpdate } from '../consul/client.js';
+import type { ConsulClient } from '../consul/client.js';
 import { JobCache } from '../streams/jobCache.js';
 import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
@@ -43,10 +43,13 @@ export interface SupervisorRuntimeOptions {
   /** Close `nomad` on stop (the supervisor created it). */
   ownsClient?: boolean;
   /**
-   * The datacenter's Consul checks (ConsulClient.watchHealthChecks): with it, groups judged by their
-   * service checks are judged, each allocation fed only its own checks; without it they are left unjudged.
+   * Consul, watched with one blocking query for the datacenter's checks: with it, groups judged by
+   * their service checks are judged, each allocation fed only its own checks; without it they are
+   * left unjudged.
    */
-  consulChecks?: Observable<ConsulChecksUpdate>;
+  consul?: ConsulClient;
+  /** Close `consul` on stop (the supervisor created it). */
+  ownsConsul?: boolean;
 }
 
 export interface WaitForDeploymentOptions {
@@ -164,11 +167,13 @@ export class Supervisor implements ExecTarget {
     this.stoppedSignal.catch(() => undefined);
     this.registry = new HealthRegistry({ clock, ...(inspect ? { inspect } : {}) });
     this.registry.subscribe((change) => this.onHealthChange(change));
-    this.consul = options.consulChecks && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
-    this.consulSubscription = options.consulChecks?.subscribe({
-      next: (update) => this.consul?.update(update.checks),
-      error: (error: unknown) => this.logger.error('Consul checks source failed', { error: describeError(error) }),
-    });
+    this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    this.consulSubscription = options.consul
+      ?.watchHealthChecks({ onError: (error) => this.logger.warn('Consul health query failed; retrying', { error: error.message }) })
+      .subscribe({
+        next: (update) => this.consul?.update(update.checks),
+        error: (error: unknown) => this.logger.error('Consul health watch ended', { error: describeError(error) }),
+      });
     const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
       const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};
       return (await nomad.getEvaluation(input.evalId, { ...query, signal })).body;
@@ -334,6 +339,7 @@ export class Supervisor implements ExecTarget {
     this.changeSubject.complete();
     this.problemSubject.complete();
     if (this.options.ownsClient) await this.options.nomad.close();
+    if (this.options.ownsConsul) await this.options.consul?.close();
   }
 
   /** Number of allocations with a live health machine. */
