@@ -30,3 +30,115 @@ describe('the supervisor judges check-based groups from Consul', () => {
     }
   });
 });
+
+describe('verdicts at the deadline, in Nomad\'s words', () => {
+  const deadline = START + 20_000;
+
+  test('a critical check: "Services not healthy by deadline"; a missing one: "Only N out of M"; none: "Service checks not registered"', async () => {
+    const h = await startConsulHarness(START);
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive' }, { name: 'ready' }] }], { count: 3 }));
+      const [critical, partial, missing] = h.nomad.cluster.placeAllocations('web');
+      for (const alloc of [critical, partial, missing]) h.nomad.cluster.startTask(alloc!.ID);
+      const bad = h.consul.registerService({ allocId: critical!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }, { name: 'ready', status: 'critical' }] });
+      h.consul.registerService({ allocId: partial!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }] });
+      await driveTo(h.clock, deadline + 500);
+      const reasons = Object.fromEntries(h.verdicts.map((v) => [v.alloc.allocId, v.outcome]));
+      expect(reasons[critical!.ID]).toEqual({ healthy: false, at: expect.any(Number), reasons: { main: 'Services not healthy by deadline: web' } });
+      expect(reasons[partial!.ID]).toEqual({ healthy: false, at: expect.any(Number), reasons: { main: 'Only 1 out of 2 checks registered and passing' } });
+      expect(reasons[missing!.ID]).toEqual({ healthy: false, at: expect.any(Number), reasons: { main: 'Service checks not registered' } });
+      expect(bad.checkIds).toHaveLength(2);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('on_update = "ignore_warnings" tolerates a warning but not a critical check', async () => {
+    const h = await startConsulHarness(START);
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive', onUpdate: 'ignore_warnings' }, { name: 'strict' }] }], { count: 2 }));
+      const [warned, failing] = h.nomad.cluster.placeAllocations('web');
+      for (const alloc of [warned, failing]) h.nomad.cluster.startTask(alloc!.ID);
+      h.consul.registerService({ allocId: warned!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'warning' }, { name: 'strict', status: 'passing' }] });
+      h.consul.registerService({ allocId: failing!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'critical' }, { name: 'strict', status: 'passing' }] });
+      await driveTo(h.clock, deadline + 500);
+      const outcome = (id: string) => h.verdicts.find((v) => v.alloc.allocId === id)?.outcome;
+      expect(outcome(warned!.ID)).toEqual({ healthy: true, at: START + 2_000, reasons: {} });
+      expect(outcome(failing!.ID)).toMatchObject({ healthy: false, reasons: { main: 'Services not healthy by deadline: web' } });
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('group services count too; checks of other allocations are not theirs', async () => {
+    const h = await startConsulHarness(START);
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'front', checks: [{ name: 'alive' }] }], { group: true, count: 2 }));
+      const [mine, other] = h.nomad.cluster.placeAllocations('web');
+      for (const alloc of [mine, other]) h.nomad.cluster.startTask(alloc!.ID);
+      h.consul.registerService({ allocId: mine!.ID, group: 'app', service: 'front', checks: [{ name: 'alive', status: 'passing' }] });
+      await driveTo(h.clock, START + 2_500);
+      expect(h.verdicts.map((v) => [v.alloc.allocId, v.outcome])).toEqual([[mine!.ID, { healthy: true, at: START + 2_000, reasons: {} }]]);
+      await driveTo(h.clock, deadline + 500);
+      // A group service's checks have no task to explain them, as in Nomad's tracker.
+      expect(h.verdicts.find((v) => v.alloc.allocId === other!.ID)?.outcome).toMatchObject({ healthy: false, reasons: {} });
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('without a consul option the group stays unjudged, as before', async () => {
+    const h = await startConsulHarness(START, { withoutConsul: true });
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive' }] }]));
+      const [alloc] = h.nomad.cluster.placeAllocations('web');
+      const verdict = h.supervisor.verdict(alloc!.ID).catch((error: unknown) => error);
+      await driveTo(h.clock, START + 1_000);
+      expect(await verdict).toMatchObject({ name: 'AllocationNotJudgedError' });
+      expect(h.consul.stats.requests).toBe(0);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('one query for any number of allocations; tokens stay secret', () => {
+  test('forty allocations: one blocking query outstanding at a time, about one request per change', async () => {
+    const h = await startConsulHarness(START);
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive' }] }], { count: 40 }));
+      const allocs = h.nomad.cluster.placeAllocations('web');
+      for (const alloc of allocs) h.nomad.cluster.startTask(alloc.ID);
+      await driveTo(h.clock, START + 500);
+      const before = h.consul.stats.requests;
+      for (const alloc of allocs) h.consul.registerService({ allocId: alloc.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }] });
+      await driveTo(h.clock, START + 3_000);
+      expect(h.verdicts.filter((v) => 'healthy' in v.outcome && v.outcome.healthy)).toHaveLength(40);
+      expect(h.consul.stats.maxInFlight).toBe(1);
+      // The forty registrations came in one burst: a handful of answers, not one per allocation.
+      expect(h.consul.stats.requests - before).toBeLessThanOrEqual(3);
+    } finally {
+      await h.close();
+    }
+  });
+
+  test('a refused Consul token is logged and retried, never written out', async () => {
+    const h = await startConsulHarness(START, { token: 'right-token-1234', clientToken: 'wrong-token-9876' });
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive' }] }]));
+      const [alloc] = h.nomad.cluster.placeAllocations('web');
+      h.nomad.cluster.startTask(alloc!.ID);
+      await driveTo(h.clock, START + 21_000);
+      const refusals = h.logs.filter((line) => line.includes('Consul health query failed') && line.includes('403 (ACL not found)'));
+      // Retried with back-off on the clock: several attempts in 21 s, not a hot loop.
+      expect(refusals.length).toBeGreaterThan(2);
+      expect(refusals.length).toBeLessThan(20);
+      expect(h.verdicts[0]?.outcome).toMatchObject({ healthy: false, reasons: { main: 'Service checks not registered' } });
+      const written = JSON.stringify([h.logs, h.verdicts, h.problems]);
+      expect(written).not.toContain('wrong-token-9876');
+      expect(written).not.toContain('right-token-1234');
+    } finally {
+      await h.close();
+    }
+  });
+});
