@@ -33,6 +33,7 @@ const NANO_TIME_KEYS: ReadonlySet<string> = new Set([
 
 /** Every timestamp key ends in "Time", so one indexOf needle finds them all. */
 const NEEDLE = 'Time":';
+const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;
 const COMMA = 0x2c;
 
@@ -57,11 +58,13 @@ function scanNanoTimes(text: string): NanoTimes {
     let end = start;
     for (let c = text.charCodeAt(end); c >= 0x30 && c <= 0x39; c = text.charCodeAt(++end));
     if (!isUnsafeDigits(text, start, end)) continue;
-    // Only a key can be followed by `":` outside a string; check it opens after `{` or `,`.
-    const keyStart = text.lastIndexOf('"', i);
+    // Only a key can be followed by `":` outside a string; check it opens after `{` or `,`. Most
+    // are task events' "Time", whose quote is right before the needle: no search, no slice.
+    const plainTime = text.charCodeAt(i - 1) === QUOTE;
+    const keyStart = plainTime ? i - 1 : text.lastIndexOf('"', i);
     const before = text.charCodeAt(keyStart - 1);
     if (before !== OPEN_BRACE && before !== COMMA) continue;
-    const key = text.slice(keyStart + 1, i + 4);
+    const key = plainTime ? 'Time' : text.slice(keyStart + 1, i + 4);
     if (!NANO_TIME_KEYS.has(key)) continue;
     found.keys.push(key);
     found.digits.push(text.slice(start, end));
