@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from 'commander';
 import { systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
+import { consulConfigWhenSet } from '../consul/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentJson, describeDeployment, paint } from '../supervisor/describe.js';
@@ -43,7 +44,8 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     else for (const text of lines) io.write(text);
   };
   const nomad = new NomadClient(config, { ...io.transport, clock });
-  const supervisor = createSupervisor({ nomad, clock, scope: { namespaces: [namespace], jobPrefixes: [jobId] } });
+  const consul = consulConfigWhenSet(io.env);
+  const supervisor = createSupervisor({ nomad, clock, scope: { namespaces: [namespace], jobPrefixes: [jobId] }, ...(consul ? { consul } : {}) });
   let timer: unknown;
   try {
     // Reading the job first tells an unreachable Nomad (2) from an unknown job (1), and gives the version.

@@ -2,6 +2,7 @@ import { InvalidArgumentError, Option, type Command } from 'commander';
 import { systemClock, type Clock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
+import { consulConfigWhenSet } from '../consul/config.js';
 import type { NomadTransportOptions } from '../nomad/transport.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
@@ -45,14 +46,16 @@ const CONNECTION_WORDS: Record<ConnectionState, string> = {
 
 export async function watch(options: WatchOptions, io: CommandIo): Promise<number> {
   const config = nomadConfigFromEnv(io.env);
+  const consul = consulConfigWhenSet(io.env);
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const nomad = new NomadClient(config, { ...io.transport, clock });
-  const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token] });
+  const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] });
   const supervisor = createSupervisor({
     nomad,
     clock,
     ...(inspector ? { inspect: inspector.inspect } : {}),
+    ...(consul ? { consul } : {}),
     scope: { ...(options.namespace ? { namespaces: options.namespace } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
   });
   inspector?.attach(supervisor);

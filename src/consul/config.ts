@@ -123,3 +123,11 @@ export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<C
   if (Object.keys(tls).length > 0) config.tls = tls;
   return { ...config, ...overrides };
 }
+
+/**
+ * The configuration when CONSUL_HTTP_ADDR is set, else undefined: the `warden` commands then judge
+ * check-based groups from that Consul (without it, such groups are reported as not judged).
+ */
+export function consulConfigWhenSet(env: Env = process.env): ConsulConfig | undefined {
+  return set(env, 'CONSUL_HTTP_ADDR') === undefined ? undefined : consulConfigFromEnv(env);
+}

@@ -1,5 +1,5 @@
 /** Consul as a source of service-check health: configuration, the one blocking query, the mapping to allocations. */
-export { consulConfigFromEnv, consulAddress, parseGoBool, DEFAULT_CONSUL_ADDRESS, type ConsulConfig } from './config.js';
+export { consulConfigFromEnv, consulConfigWhenSet, consulAddress, parseGoBool, DEFAULT_CONSUL_ADDRESS, type ConsulConfig } from './config.js';
 export {
   ConsulClient,
   type ConsulChecksUpdate,
