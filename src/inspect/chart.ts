@@ -67,9 +67,14 @@ export function chartGraph(machine: AnyStateMachine): ChartGraph {
   return { initial, states: states.sort(byDeclaration), finals: finals.sort(byDeclaration), edges: [...edges.values()] };
 }
 
-/** Column of each state: the longest path to it from the initial state, back edges left out. */
+/** Column of each state: the longest path to it from the initial state, back edges (found depth first) left out. */
 function ranks(graph: ChartGraph): Map<string, number> {
-  const outgoing = (state: string): string[] => graph.edges.filter((edge) => edge.from === state).map((edge) => edge.to);
+  // Successors in declaration order: of two states on a cycle, the one declared first comes first.
+  const outgoing = (state: string): string[] =>
+    graph.edges
+      .filter((edge) => edge.from === state)
+      .map((edge) => edge.to)
+      .sort((a, b) => graph.states.indexOf(a) - graph.states.indexOf(b));
   const order: string[] = [];
   const onPath = new Set<string>();
   const done = new Set<string>();

@@ -91,7 +91,8 @@ export interface EvaluationInfo {
   jobId: string | null;
   description: string | null;
   chain: string[];
-  outcome: { ok: boolean; message: string; explanation: string[] } | null;
+  /** In the Nomad CLI's words (placement failures with their metrics). */
+  outcome: { ok: boolean; message: string } | null;
 }
 
 export interface ExecSessionInfo {
@@ -207,10 +208,6 @@ function describeExecOutcome(outcome: ExecSessionContext['outcome']): string | n
   if (outcome.status === 'exited') return `exited with code ${outcome.exitCode}`;
   if (outcome.status === 'failed') return `failed: ${outcome.error.message}`;
   return outcome.reason === 'timeout' ? 'timed out' : 'cancelled';
-}
-
-function evaluationExplanation(outcome: EvaluationOutcome): string[] {
-  return outcome.ok ? [] : outcome.failures.flatMap((failure) => [`Task Group "${failure.group}" (failed to place ${failure.unplaced} allocation${failure.unplaced === 1 ? '' : 's'}):`, ...failure.explanation]);
 }
 
 export class InspectionModel {
@@ -369,7 +366,7 @@ export class InspectionModel {
       jobId: context?.evaluation?.JobID ?? null,
       description: context?.evaluation?.StatusDescription ?? null,
       chain: context?.chain ?? [],
-      outcome: output ? { ok: output.ok, message: output.message, explanation: evaluationExplanation(output) } : null,
+      outcome: output ? { ok: output.ok, message: output.message } : null,
     };
     this.evaluations.set(evaluation.id, evaluation);
     this.emit(`evaluation:${evaluation.id}`, { type: 'evaluation', evaluation });

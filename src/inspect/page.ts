@@ -153,7 +153,12 @@ export const PAGE_SCRIPT = `'use strict';
         state.problems = message.problems;
         state.connection = message.connection;
         break;
-      case 'allocation': state.allocations.set(message.allocation.id, message.allocation); trimFinished(); break;
+      case 'allocation':
+        // Re-inserted, so the finished ones stay in the order they finished, as on the server.
+        state.allocations.delete(message.allocation.id);
+        state.allocations.set(message.allocation.id, message.allocation);
+        trimFinished();
+        break;
       case 'evaluation': state.evaluations.set(message.evaluation.id, message.evaluation); break;
       case 'execSession': state.execSessions.set(message.execSession.id, message.execSession); break;
       case 'problem': state.problems = [...state.problems, message.problem].slice(-50); break;
@@ -273,7 +278,7 @@ export const PAGE_SCRIPT = `'use strict';
     const evaluations = $('evaluations'); evaluations.replaceChildren();
     for (const e of [...state.evaluations.values()].reverse()) {
       const item = el('li', {}, el('span', { class: e.outcome ? (e.outcome.ok ? 'ok' : 'bad') : '' }, shortId(e.id) + ' ' + (e.status || e.state)), e.jobId ? ' · ' + e.jobId : '');
-      if (e.outcome) item.append(el('pre', {}, [e.outcome.message, ...e.outcome.explanation].join('\\n')));
+      if (e.outcome) item.append(el('pre', {}, e.outcome.message));
       evaluations.append(item);
     }
     if (!state.evaluations.size) evaluations.append(el('li', { class: 'muted' }, 'none monitored'));
