@@ -18,8 +18,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { createActor, type Actor } from 'xstate';
 import { allocationHealthMachine } from '../machines/allocationHealth.js';
 import type { AllocationView, HealthPolicy, TaskView } from '../machines/allocationHealthTypes.js';
@@ -27,19 +25,13 @@ import { VirtualClock } from '../src/clock/index.js';
 import { HealthRegistry, allocationView, healthPolicyFor } from '../src/health/index.js';
 import { parseNomadJson } from '../src/nomad/json.js';
 import type { Allocation, Job, TaskGroup } from '../src/nomad/types.js';
+import { heapUsed } from './support/heap.js';
 
 const args = process.argv.slice(2);
 const at = args.indexOf('--allocations');
 const ALLOCATIONS = at === -1 ? 100_000 : Number(args[at + 1]);
 const ACTOR_BASELINE = Math.min(ALLOCATIONS, 20_000);
 
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-function heapUsed(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 
 // ---- the recorded events: one allocation's "task pending" and "task running" updates ----
 const stream = readFileSync(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs', 'stream.jsonl'), 'utf8');

@@ -17,12 +17,11 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { VirtualClock, settle } from '../src/clock/index.js';
 import { NomadClient } from '../src/nomad/client.js';
 import { createSupervisor } from '../src/supervisor/index.js';
 import { benchStream } from './supervisor-input.js';
+import { heapUsed } from './support/heap.js';
 
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number): number => {
@@ -32,13 +31,6 @@ const option = (name: string, fallback: number): number => {
 const ALLOCATIONS = option('allocations', 10_000);
 const BATCH = option('batch', 100);
 
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-function heapUsed(): number {
-  gc();
-  gc();
-  return process.memoryUsage().heapUsed;
-}
 const wallNow = (): number => performance.timeOrigin + performance.now();
 const cpuMs = (): number => {
   const { user, system } = process.cpuUsage();
