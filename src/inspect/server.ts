@@ -51,8 +51,13 @@ interface Client {
 }
 
 export interface ClientBacklog {
+  /** Bytes its socket holds unsent. */
   bufferedBytes: number;
+  /** Deltas held back. */
   pending: number;
+  /** Its deltas were dropped: a snapshot goes out once the socket has room. */
+  resyncDue: boolean;
+  /** Snapshots sent instead of dropped deltas. */
   resyncs: number;
 }
 
@@ -120,9 +125,14 @@ export class InspectorServer {
     return this.clients.size;
   }
 
-  /** What each client has waiting (bytes in its socket, deltas held back, snapshots sent instead). */
+  /** What each client has waiting. */
   backlog(): ClientBacklog[] {
-    return [...this.clients].map((client) => ({ bufferedBytes: client.socket.bufferedAmount, pending: client.pending.size, resyncs: client.resyncs }));
+    return [...this.clients].map((client) => ({
+      bufferedBytes: client.socket.bufferedAmount,
+      pending: client.pending.size,
+      resyncDue: client.resync,
+      resyncs: client.resyncs,
+    }));
   }
 
   async close(): Promise<void> {
