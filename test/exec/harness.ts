@@ -129,7 +129,9 @@ export function liveInGroup(pgid: number): number[] {
   return live;
 }
 
-/** Resolves once the session's websocket is open. */
+/** Resolves once the session's websocket is open (at once if it is already). */
 export function opened(session: ExecSession): Promise<void> {
-  return new Promise((resolve) => session.actor.subscribe((snapshot) => snapshot.matches({ running: { phase: 'open' } }) && resolve()));
+  const open = (snapshot: ReturnType<ExecSession['actor']['getSnapshot']>): boolean => snapshot.matches({ running: { phase: 'open' } });
+  if (open(session.actor.getSnapshot())) return Promise.resolve();
+  return new Promise((resolve) => session.actor.subscribe((snapshot) => open(snapshot) && resolve()));
 }
