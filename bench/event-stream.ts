@@ -58,16 +58,15 @@ interface Timing {
   cpu: number;
 }
 
-/** Times `read` (which counts events) on a fresh client and checks it counted every event. */
-async function timeRead(read: (client: NomadClient) => Promise<number>): Promise<Timing> {
+/** Times `read` (which throws unless it got everything) on a fresh client. */
+async function timeRead(read: (client: NomadClient) => Promise<void>): Promise<Timing> {
   const client = new NomadClient({ address });
   const cpu = process.cpuUsage();
   const start = performance.now();
-  const counted = await read(client);
+  await read(client);
   const seconds = (performance.now() - start) / 1000;
   const used = process.cpuUsage(cpu);
   await client.close();
-  if (counted !== events) throw new Error(`counted ${counted} events, expected ${events}`);
   return { seconds, cpu: (used.user + used.system) / 1e6 };
 }
 
@@ -81,51 +80,67 @@ function timeParse(parse: (text: string) => unknown): Timing {
 }
 
 /** Warden's event stream into a counting subscriber. */
-function streamEvents(client: NomadClient): Promise<number> {
+async function streamEvents(client: NomadClient): Promise<void> {
   const stream = nomadEventStream(client, { topics: ['*'], index: 1 });
   let counted = 0;
-  return new Promise<number>((resolve, reject) => {
+  await new Promise<void>((resolve, reject) => {
     const subscription = stream.batches.subscribe({
       next: (batch) => {
         counted += batch.events.length;
         if (batch.index >= lastIndex) {
           subscription.unsubscribe();
-          resolve(counted);
+          resolve();
         }
       },
       error: reject,
     });
   });
+  if (counted !== events) throw new Error(`counted ${counted} events, expected ${events}`);
 }
 
 /**
- * The floor under any client of this stream: the same response body from the same HTTP client,
- * cut into lines and given to bare JSON.parse; no exact timestamps, no resume, no RxJS.
+ * The floor under any client of this stream, layer by layer, over the same HTTP client: the
+ * response body's bytes; then cut into lines (strings); then each line given to bare JSON.parse.
+ * No exact timestamps, no resume, no RxJS.
  */
-async function parseBody(client: NomadClient): Promise<number> {
-  const response = await client.openEventStream({ topics: ['*'], index: 1 });
-  const decoder = new NdjsonDecoder();
-  let counted = 0;
-  for await (const chunk of response.body) {
-    for (const line of decoder.push(chunk)) {
-      const frame = JSON.parse(line) as { Index?: number; Events?: unknown[] };
-      counted += frame.Events?.length ?? 0;
-      if ((frame.Index ?? 0) >= lastIndex) return counted;
+const floorLayers = ['body', 'lines', 'parse'] as const;
+type FloorLayer = (typeof floorLayers)[number];
+
+function readTo(layer: FloorLayer): (client: NomadClient) => Promise<void> {
+  return async (client) => {
+    const response = await client.openEventStream({ topics: ['*'], index: 1 });
+    const decoder = new NdjsonDecoder();
+    let received = 0;
+    let dataLines = 0;
+    let counted = 0;
+    for await (const chunk of response.body) {
+      received += chunk.length;
+      if (layer === 'body') {
+        if (received >= bytes) return;
+        continue;
+      }
+      for (const line of decoder.push(chunk)) {
+        if (line === '{}') continue;
+        if (layer === 'parse') counted += (JSON.parse(line) as { Events: unknown[] }).Events.length;
+        if (++dataLines < lines.length) continue;
+        if (layer === 'parse' && counted !== events) throw new Error(`counted ${counted} events, expected ${events}`);
+        return;
+      }
     }
-  }
-  throw new Error('event stream ended before the last index');
+    throw new Error('event stream ended early');
+  };
 }
 
 const bare: Timing[] = [];
 const exact: Timing[] = [];
 const streamed: Timing[] = [];
-const floor: Timing[] = [];
+const floor: Record<FloorLayer, Timing[]> = { body: [], lines: [], parse: [] };
 await timeRead(streamEvents); // warm-up: JIT, connection set-up
-await timeRead(parseBody);
+for (const layer of floorLayers) await timeRead(readTo(layer));
 for (let round = 0; round < rounds; round++) {
   bare.push(timeParse(JSON.parse));
   streamed.push(await timeRead(streamEvents));
-  floor.push(await timeRead(parseBody));
+  for (const layer of floorLayers) floor[layer].push(await timeRead(readTo(layer)));
   exact.push(timeParse(parseNomadJson));
 }
 server.stdin.end();
@@ -147,15 +162,16 @@ console.log(
     /** The client's own CPU time while streaming: the rate if reading were never left waiting for the server. */
     eventStreamCpu: figures(cpu(streamed)),
     /** Body → lines → bare JSON.parse over the same connection: what no client of this stream can beat. */
-    floor: figures(wall(floor)),
-    floorCpu: figures(cpu(floor)),
+    floor: figures(wall(floor.parse)),
+    /** The floor's CPU time, layer by layer: each includes the ones before it. */
+    floorCpu: { body: figures(cpu(floor.body)), lines: figures(cpu(floor.lines)), parse: figures(cpu(floor.parse)) },
     /** Wall against wall; CPU against the bare parse's own CPU time (less moved by other load). */
     ratio: {
       eventStreamVsBareParse: round2(median(wall(bare)) / median(wall(streamed))),
       eventStreamCpuVsBareParseCpu: round2(median(cpu(bare)) / median(cpu(streamed))),
       exactParseVsBareParse: round2(median(wall(bare)) / median(wall(exact))),
-      floorCpuVsBareParseCpu: round2(median(cpu(bare)) / median(cpu(floor))),
-      eventStreamCpuVsFloorCpu: round2(median(cpu(floor)) / median(cpu(streamed))),
+      floorCpuVsBareParseCpu: round2(median(cpu(bare)) / median(cpu(floor.parse))),
+      eventStreamCpuVsFloorCpu: round2(median(cpu(floor.parse)) / median(cpu(streamed))),
       target: 0.7,
     },
     seconds: {
@@ -163,8 +179,8 @@ console.log(
       bareCpu: cpu(bare),
       streamed: wall(streamed),
       streamCpu: cpu(streamed),
-      floor: wall(floor),
-      floorCpu: cpu(floor),
+      floor: wall(floor.parse),
+      floorCpu: { body: cpu(floor.body), lines: cpu(floor.lines), parse: cpu(floor.parse) },
       exact: wall(exact),
     },
   }),
