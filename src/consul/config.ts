@@ -2,9 +2,7 @@
  * Where and how to reach Consul, read from the environment as Consul's own CLI and Go API client
  * read it (consul api/api.go DefaultConfig and NewClient).
  */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import type { NomadTlsOptions } from '../nomad/config.js';
+import { readCaPath, readConfigFile, type ConfigErrorFactory, type NomadTlsOptions } from '../nomad/config.js';
 import { ConsulConfigError } from './errors.js';
 
 /** Where and how to reach a Consul agent or server. */
@@ -40,24 +38,7 @@ function set(env: Env, name: string): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
-function readVariableFile(variable: string, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new ConsulConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
-  }
-}
-
-/** CONSUL_CAPATH: a directory of PEM files, or one file. */
-function readCaPath(path: string): string[] {
-  const stat = statSync(path, { throwIfNoEntry: false });
-  if (stat === undefined) throw new ConsulConfigError(`CONSUL_CAPATH: ${path} does not exist`);
-  if (!stat.isDirectory()) return [readVariableFile('CONSUL_CAPATH', path)];
-  return readdirSync(path)
-    .filter((name) => /\.(pem|crt)$/i.test(name))
-    .sort()
-    .map((name) => readVariableFile('CONSUL_CAPATH', join(path, name)));
-}
+const consulConfigError: ConfigErrorFactory = (message) => new ConsulConfigError(message);
 
 /**
  * Consul's address rules: a scheme of http, https or unix, or none (then https when `ssl`, else
@@ -97,7 +78,7 @@ export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<C
     address: consulAddress(set(env, 'CONSUL_HTTP_ADDR') ?? '127.0.0.1:8500', sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),
   };
   const tokenFile = set(env, 'CONSUL_HTTP_TOKEN_FILE');
-  const token = (tokenFile === undefined ? undefined : readVariableFile('CONSUL_HTTP_TOKEN_FILE', tokenFile).trim()) || set(env, 'CONSUL_HTTP_TOKEN');
+  const token = (tokenFile === undefined ? undefined : readConfigFile(tokenFile, 'CONSUL_HTTP_TOKEN_FILE', consulConfigError).trim()) || set(env, 'CONSUL_HTTP_TOKEN');
   if (token !== undefined && token !== '') config.token = token;
   const namespace = set(env, 'CONSUL_NAMESPACE');
   if (namespace !== undefined) config.namespace = namespace;
@@ -105,16 +86,16 @@ export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<C
   const tls: NomadTlsOptions = {};
   const caCert = set(env, 'CONSUL_CACERT');
   const caPath = set(env, 'CONSUL_CAPATH');
-  if (caCert !== undefined) tls.ca = [readVariableFile('CONSUL_CACERT', caCert)];
-  else if (caPath !== undefined) tls.ca = readCaPath(caPath);
+  if (caCert !== undefined) tls.ca = [readConfigFile(caCert, 'CONSUL_CACERT', consulConfigError)];
+  else if (caPath !== undefined) tls.ca = readCaPath(caPath, 'CONSUL_CAPATH', consulConfigError);
   const clientCert = set(env, 'CONSUL_CLIENT_CERT');
   const clientKey = set(env, 'CONSUL_CLIENT_KEY');
   if ((clientCert === undefined) !== (clientKey === undefined)) {
     throw new ConsulConfigError('CONSUL_CLIENT_CERT and CONSUL_CLIENT_KEY must be set together');
   }
   if (clientCert !== undefined && clientKey !== undefined) {
-    tls.cert = readVariableFile('CONSUL_CLIENT_CERT', clientCert);
-    tls.key = readVariableFile('CONSUL_CLIENT_KEY', clientKey);
+    tls.cert = readConfigFile(clientCert, 'CONSUL_CLIENT_CERT', consulConfigError);
+    tls.key = readConfigFile(clientKey, 'CONSUL_CLIENT_KEY', consulConfigError);
   }
   const servername = set(env, 'CONSUL_TLS_SERVER_NAME');
   if (servername !== undefined) tls.servername = servername;

@@ -35,23 +35,29 @@ export class NomadConfigError extends Error {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-function readPem(path: string, variable: string): string {
+/** Makes the error a settings reader throws: NomadConfigError here, the Consul client's own for CONSUL_*. */
+export type ConfigErrorFactory = (message: string) => Error;
+
+const nomadConfigError: ConfigErrorFactory = (message) => new NomadConfigError(message);
+
+/** The text of a file named by an environment variable (a PEM file, a token file). */
+export function readConfigFile(path: string, variable: string, toError: ConfigErrorFactory = nomadConfigError): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new NomadConfigError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
+    throw toError(`${variable}: cannot read ${path}: ${(error as Error).message}`);
   }
 }
 
-/** NOMAD_CAPATH names a directory of PEM files (or a single file), as in the Nomad CLI. */
-function readCaPath(path: string): string[] {
+/** NOMAD_CAPATH (or CONSUL_CAPATH) names a directory of PEM files (or a single file), as in the CLIs. */
+export function readCaPath(path: string, variable = 'NOMAD_CAPATH', toError: ConfigErrorFactory = nomadConfigError): string[] {
   const stat = statSync(path, { throwIfNoEntry: false });
-  if (stat === undefined) throw new NomadConfigError(`NOMAD_CAPATH: ${path} does not exist`);
-  if (!stat.isDirectory()) return [readPem(path, 'NOMAD_CAPATH')];
+  if (stat === undefined) throw toError(`${variable}: ${path} does not exist`);
+  if (!stat.isDirectory()) return [readConfigFile(path, variable, toError)];
   return readdirSync(path)
     .filter((name) => /\.(pem|crt)$/i.test(name))
     .sort()
-    .map((name) => readPem(join(path, name), 'NOMAD_CAPATH'));
+    .map((name) => readConfigFile(join(path, name), variable, toError));
 }
 
 function truthy(value: string | undefined): boolean {
@@ -72,7 +78,7 @@ export function nomadConfigFromEnv(env: Env = process.env, overrides: Partial<No
   const tls: NomadTlsOptions = {};
   const caCert = nonEmpty(env.NOMAD_CACERT);
   const caPath = nonEmpty(env.NOMAD_CAPATH);
-  if (caCert !== undefined) tls.ca = [readPem(caCert, 'NOMAD_CACERT')];
+  if (caCert !== undefined) tls.ca = [readConfigFile(caCert, 'NOMAD_CACERT')];
   else if (caPath !== undefined) tls.ca = readCaPath(caPath);
   const clientCert = nonEmpty(env.NOMAD_CLIENT_CERT);
   const clientKey = nonEmpty(env.NOMAD_CLIENT_KEY);
@@ -80,8 +86,8 @@ export function nomadConfigFromEnv(env: Env = process.env, overrides: Partial<No
     throw new NomadConfigError('NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY must be set together');
   }
   if (clientCert !== undefined && clientKey !== undefined) {
-    tls.cert = readPem(clientCert, 'NOMAD_CLIENT_CERT');
-    tls.key = readPem(clientKey, 'NOMAD_CLIENT_KEY');
+    tls.cert = readConfigFile(clientCert, 'NOMAD_CLIENT_CERT');
+    tls.key = readConfigFile(clientKey, 'NOMAD_CLIENT_KEY');
   }
   const servername = nonEmpty(env.NOMAD_TLS_SERVER_NAME);
   if (servername !== undefined) tls.servername = servername;
