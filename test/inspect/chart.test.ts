@@ -40,7 +40,7 @@ describe.each([
   test('has every state and every transition of the definition', () => {
     expect([...boxes.keys()].sort()).toEqual(Object.keys(machine.root.states).sort());
     expect(edges).toEqual(definedEdges(machine));
-    expect(chart.initial).toBe(machine.root.initial.target[0].key);
+    expect(chart.initial).toBe(machine.root.initial.target[0]?.key);
     const finals = (Object.values(machine.root.states) as AnyStateNode[]).filter((node) => node.type === 'final').map((node) => node.key);
     expect([...chart.finals].sort()).toEqual(finals.sort());
   });
