@@ -1,6 +1,6 @@
 /** Exec sessions: run commands in allocations over Nomad's exec websocket (see execClient, runCommand). */
 export { ExecClient, type ExecClientOptions } from './execClient.js';
-export { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecSessionOwner, type ExecTarget } from './sessions.js';
+export type { ExecOptions, ExecSession, ExecSessionActor, ExecTarget } from './sessions.js';
 export { runCommand, type RunCommandOptions } from './runCommand.js';
 export { DEFAULT_SETUSER, type ExecutionOptions } from './executionOptions.js';
 export { ShellQuoteError, shellJoin, shellQuote } from './shellQuote.js';
