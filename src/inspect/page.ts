@@ -71,7 +71,7 @@ h2 { margin:0 0 4px; font-size:18px; word-break:break-all; } h3 { font-size:12px
 .pill[data-state=backingOff], .pill[data-state=stopped] { background:#3d1d1f; color:#ff9a92; }
 .pill[data-state=connecting], .pill[data-state=resyncing] { background:#3a2f12; color:#f0c66b; }
 .banner { background:#3d1d1f; padding:8px 18px; }
-main { display:grid; grid-template-columns: 330px 1fr 300px; min-height: calc(100vh - 50px); }
+main { display:grid; grid-template-columns: 360px 1fr 300px; min-height: calc(100vh - 50px); }
 nav, aside { padding:12px; border-right:1px solid var(--line); overflow:auto; max-height: calc(100vh - 50px); }
 aside { border-right:0; border-left:1px solid var(--line); }
 #detail { padding:16px 22px; overflow:auto; max-height: calc(100vh - 50px); }
@@ -215,7 +215,7 @@ export const PAGE_SCRIPT = `'use strict';
             el('span', { class: 'badge', 'data-state': verdictText(a) }, verdictText(a)),
             el('span', { class: 'name' }, a.name || a.id),
             el('span', { class: 'id' }, shortId(a.id)));
-          button.addEventListener('click', () => { state.selected = a.id; render(); });
+          button.addEventListener('click', () => { state.selected = a.id; history.replaceState(null, '', '#' + encodeURIComponent(a.id)); render(); });
           box.append(button);
         }
       }
@@ -293,9 +293,12 @@ export const PAGE_SCRIPT = `'use strict';
   let queued = false;
   function render() {
     queued = false;
-    if (state.selected === null) {
-      const live = [...state.allocations.values()];
-      if (live.length) state.selected = live[0].id;
+    // The allocation named in the address (#<id>), else the first still being judged, else any.
+    if (state.selected === null || !state.allocations.has(state.selected)) {
+      const all = [...state.allocations.values()];
+      const named = state.allocations.get(decodeURIComponent(location.hash.slice(1)));
+      const pick = named || all.find((a) => !a.finished) || all[0];
+      state.selected = pick ? pick.id : null;
     }
     renderConnection(); renderList(); renderDetail(); renderSide();
   }
