@@ -7,7 +7,7 @@ import { createActor, fromCallback, type InspectedSnapshotEvent, type Inspection
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { runCommand } from '../../src/exec/runCommand.js';
 import type { ExecSession } from '../../src/exec/sessions.js';
-import { ExecAbortedError, ExecAllocationNotFoundError } from '../../src/nomad/exec/errors.js';
+import { ExecAbortedError, ExecAllocationNotFoundError, ExecTimeoutError } from '../../src/nomad/exec/errors.js';
 import { createSupervisor, SupervisorStoppedError, type Supervisor } from '../../src/supervisor/index.js';
 import type { FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
@@ -133,6 +133,21 @@ describe('supervisor.exec', () => {
     other.stdin.end('still here\n');
     await expect(Promise.all([collect(other.stdout).then(String), other.exitCode])).resolves.toEqual(['still here\n', 0]);
     expect(supervisorStatus()).toBe('active');
+  });
+
+  test("timeoutMs runs on the supervisor's clock: nothing happens until virtual time reaches it", async () => {
+    const session = w.supervisor.exec(w.allocId, { task: 'main', command: ['/bin/sh', '-c', 'echo "pid $$."; exec sleep 1000'], timeoutMs: 30_000 });
+    const output = new Recorder(session.stdout);
+    await output.waitFor('.');
+    const pid = Number(/pid (\d+)\./.exec(output.text)?.[1]);
+    w.clock.advance(29_999);
+    await settle(20);
+    expect(session.actor.getSnapshot().value).toEqual({ running: { phase: 'open', deadline: 'armed' } });
+    w.clock.advance(1);
+    await expect(session.exitCode).rejects.toBeInstanceOf(ExecTimeoutError);
+    expect(execChildren()).toEqual([]);
+    await w.execs.idle();
+    expect(liveInGroup(pid)).toEqual([]);
   });
 
   test('an already aborted signal ends the session before it runs anything', async () => {
