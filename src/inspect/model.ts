@@ -198,9 +198,11 @@ function verdictOrNull(health: AllocationHealthContext): number | null {
   return outcome !== null && 'healthy' in outcome && outcome.healthy ? outcome.at : null;
 }
 
-function stateName(snapshot: { value?: unknown; status?: string }): string {
-  if (snapshot.status === 'done') return 'done';
-  return typeof snapshot.value === 'string' ? snapshot.value : JSON.stringify(snapshot.value);
+/** A state value in words: `open` for { running: { phase: 'open' } }, parallel regions joined. */
+function stateName(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value !== 'object' || value === null) return String(value);
+  return Object.values(value as Record<string, unknown>).map(stateName).join(', ');
 }
 
 function describeExecOutcome(outcome: ExecSessionContext['outcome']): string | null {
@@ -361,7 +363,7 @@ export class InspectionModel {
     const output = snapshot.status === 'done' ? (snapshot.output as EvaluationOutcome | undefined) : undefined;
     const evaluation: EvaluationInfo = {
       id: actorId.slice('evaluation:'.length),
-      state: stateName(snapshot),
+      state: stateName(snapshot.value),
       status: context?.evaluation?.Status ?? null,
       jobId: context?.evaluation?.JobID ?? null,
       description: context?.evaluation?.StatusDescription ?? null,
@@ -380,7 +382,7 @@ export class InspectionModel {
       allocId: context?.allocId ?? '',
       task: context?.task ?? '',
       tty: context?.tty ?? false,
-      state: stateName(snapshot),
+      state: stateName(snapshot.value),
       outcome: describeExecOutcome(context?.outcome),
     };
     this.execSessions.set(execSession.id, execSession);
