@@ -23,7 +23,7 @@ import type {
   HealthOutcome,
 } from './allocationHealthTypes.js';
 import { assessTasks, checksPassing, explainUnhealthy, healthyAt } from './allocationHealthRules.js';
-import { allocationViewProblem, checkViewsProblem, timeProblem } from './allocationHealthInput.js';
+import { allocationViewProblem, checkViewsProblem, timeProblem, watchingSinceProblem } from './allocationHealthInput.js';
 
 const STOPPING_DESIRED_STATUSES: ReadonlySet<string> = new Set(['stop', 'evict']);
 
@@ -120,19 +120,27 @@ const verdicts = [
 /** Nothing decided and no move: remember what was observed. */
 const stay = { actions: 'record' } as const;
 
-export const allocationHealthMachine = healthSetup.createMachine({
-  id: 'allocationHealth',
-  context: ({ input }) => ({
+/** health_hook.go: the deadline counts from when Nomad began watching, which may be before judging starts. */
+function initialContext(input: AllocationHealthInput): AllocationHealthContext {
+  const ignored = input.watchingSince === undefined ? null : watchingSinceProblem(input.watchingSince, input.now);
+  const since = input.watchingSince === undefined || ignored !== null ? input.now : input.watchingSince;
+  return {
     policy: input.policy,
     view: UNSEEN,
     checks: [],
     tasks: assessTasks(UNSEEN, input.policy),
     now: input.now,
-    deadlineAt: input.now + input.policy.healthyDeadlineMs,
+    deadlineAt: since + input.policy.healthyDeadlineMs,
+    watchingSinceIgnored: ignored,
     checksPassingSince: null,
     rejected: null,
     outcome: null,
-  }),
+  };
+}
+
+export const allocationHealthMachine = healthSetup.createMachine({
+  id: 'allocationHealth',
+  context: ({ input }) => initialContext(input),
   initial: 'pending',
   states: {
     pending: {

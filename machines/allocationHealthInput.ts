@@ -24,6 +24,12 @@ export function timeProblem(now: unknown): string | null {
   return isTime(now) ? null : `time ${String(now)} is not a finite number of milliseconds`;
 }
 
+/** Why `since` cannot be when watching began, judged at `now`: it must be a time, and not a future one. */
+export function watchingSinceProblem(since: unknown, now: number): string | null {
+  if (!isTime(since)) return `watchingSince ${String(since)} is not a finite number of milliseconds`;
+  return since > now ? `watchingSince ${since} is after the time judging starts (${now})` : null;
+}
+
 function taskProblem(name: string, task: unknown): string | null {
   if (!isRecord(task)) return `task ${name}: not an object`;
   if (!TASK_STATES.has(task.state)) return `task ${name}: unknown state ${String(task.state)}`;

@@ -107,11 +107,19 @@ export function formatGoDuration(ms: number): string {
   return `${seconds}s`;
 }
 
-/** tracker.go taskHealthState.event, about the task's own state. */
+/**
+ * The task's state at `at`, as far as the view tells: a task that first started after `at` was
+ * still pending then (seen by a supervisor that started judging after the deadline).
+ */
+function stateAt(task: TaskView, at: number): TaskView['state'] {
+  return task.restarts === 0 && task.startedAt !== null && task.startedAt > at ? 'pending' : task.state;
+}
+
+/** tracker.go taskHealthState.event, about the task's own state at `at`. */
 function taskStateReason(task: TaskView, context: AllocationHealthContext, at: number): string | null {
   const { policy } = context;
   if (task.failed) return 'Unhealthy because of failed task';
-  switch (task.state) {
+  switch (stateAt(task, at)) {
     case 'pending':
       // Nomad says this of every pending task; we say it only once the deadline has come.
       return at >= context.deadlineAt

@@ -80,8 +80,14 @@ export type HealthOutcome = HealthVerdict | HealthStopped;
 
 export interface AllocationHealthInput {
   readonly policy: HealthPolicy;
-  /** When watching began: the healthy deadline counts from here (Nomad: the alloc runner's start). */
+  /** When the machine starts judging. */
   readonly now: number;
+  /**
+   * When Nomad began watching the allocation (the alloc runner's start), which the healthy deadline
+   * counts from; it can lie before `now` when judging starts late. Absent, unusable or after `now`:
+   * the deadline counts from `now`.
+   */
+  readonly watchingSince?: number;
 }
 
 /**
@@ -111,7 +117,10 @@ export interface AllocationHealthContext {
   readonly tasks: TaskAssessment;
   /** Time of the latest event. */
   readonly now: number;
+  /** When watching began + healthy_deadline. */
   readonly deadlineAt: number;
+  /** Why the input's `watchingSince` was not used (the deadline then counts from the input's `now`). */
+  readonly watchingSinceIgnored: string | null;
   /** Since when the checks have been continuously passing (reset when the tasks' start moves). */
   readonly checksPassingSince: number | null;
   /** Why the last event was ignored, if it was malformed. */

@@ -1,15 +1,22 @@
 /**
  * Nomad allocation → the compact view the health machine judges: client and desired status, and
- * per task of the group its state, failure, restarts, start and finish times and lifecycle.
+ * per task of the group its state, failure, restarts, start and finish times and lifecycle; plus
+ * when Nomad's client began watching it, where the healthy deadline counts from.
  * Malformed parts never throw: each is reported as a problem and read in the safest way
  * (an unknown task is ignored, an unreadable time is unknown, an unknown state is pending).
  */
 import type { AllocationView, TaskRunState, TaskView } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
-import { parseNomadTime } from './nomadTime.js';
+import { parseNanoTime, parseNomadTime } from './nomadTime.js';
+
+/** The compact view, with the start of Nomad's watch that HealthRegistry.track counts the deadline from. */
+export interface ObservedAllocationView extends AllocationView {
+  /** Epoch ms; absent when the data does not tell (the client has not reported the allocation yet). */
+  readonly watchingSince?: number;
+}
 
 export interface AllocationViewResult {
-  readonly view: AllocationView;
+  readonly view: ObservedAllocationView;
   /** What was ignored or guessed, and why. */
   readonly problems: readonly string[];
 }
@@ -42,6 +49,40 @@ function taskView(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle
 }
 
 /**
+ * When Nomad's client began watching: health_hook.go starts the deadline as the alloc runner starts,
+ * right after the client received the allocation (2 ms after the "Received" event in the recordings).
+ * Task events are capped at 10 per task, so "Received" can be gone: then the earliest event left,
+ * else CreateTime once the client has reported the allocation at all. Before that, Nomad may not be
+ * watching yet, so nothing is estimated and the deadline counts from the first sight.
+ */
+function watchingSince(allocation: Allocation, states: Readonly<Record<string, TaskState>>, problems: string[]): number | undefined {
+  let received = Number.POSITIVE_INFINITY;
+  let earliest = Number.POSITIVE_INFINITY;
+  for (const name in states) {
+    const events: unknown = states[name]?.Events;
+    if (!Array.isArray(events)) continue;
+    for (const event of events as unknown[]) {
+      const record = typeof event === 'object' && event !== null ? (event as { Type?: unknown; Time?: unknown }) : {};
+      const parsed = parseNanoTime(record.Time);
+      if (!parsed.ok || parsed.ms === null) {
+        problems.push(`task ${name}: event ${JSON.stringify(record.Type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
+        continue;
+      }
+      if (record.Type === 'Received') received = Math.min(received, parsed.ms);
+      earliest = Math.min(earliest, parsed.ms);
+    }
+  }
+  if (received !== Number.POSITIVE_INFINITY) return received;
+  if (earliest !== Number.POSITIVE_INFINITY) return earliest;
+  const reported = Object.keys(states).length > 0 || (allocation.ClientStatus ?? 'pending') !== 'pending';
+  if (!reported) return undefined;
+  const created = parseNanoTime(allocation.CreateTime);
+  if (created.ok) return created.ms ?? undefined;
+  problems.push(`CreateTime ignored, ${created.problem}`);
+  return undefined;
+}
+
+/**
  * The view of `allocation` for the health rules; `group` is its task group from the job version
  * the allocation runs. Every task of the group appears (one Nomad has not reported yet as pending).
  */
@@ -55,11 +96,13 @@ export function allocationView(allocation: Allocation, group: TaskGroup): Alloca
   for (const name of Object.keys(states)) {
     if (!(name in tasks)) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
   }
+  const since = watchingSince(allocation, states, problems);
   return {
     view: {
       clientStatus: typeof allocation.ClientStatus === 'string' ? allocation.ClientStatus : 'pending',
       desiredStatus: typeof allocation.DesiredStatus === 'string' ? allocation.DesiredStatus : 'run',
       tasks,
+      ...(since === undefined ? {} : { watchingSince: since }),
     },
     problems,
   };

@@ -1,6 +1,6 @@
 export { HealthRegistry, type HealthChange, type HealthListener, type HealthRegistryOptions, type HealthStatus } from './registry.js';
 export type { AllocationHealthSnapshot } from './machineStepper.js';
-export { allocationView, type AllocationViewResult } from './allocationView.js';
+export { allocationView, type AllocationViewResult, type ObservedAllocationView } from './allocationView.js';
 export {
   healthPolicyFor,
   expectedChecks,
@@ -8,7 +8,7 @@ export {
   type HealthPolicyDecision,
   type OptInHealthPolicy,
 } from './policy.js';
-export { parseNomadTime, durationMs, type ParsedTime } from './nomadTime.js';
+export { parseNomadTime, parseNanoTime, durationMs, type ParsedTime } from './nomadTime.js';
 export { HealthError, HealthInputError, HealthPolicyError } from './errors.js';
 export type {
   AllocationView,

@@ -1,6 +1,7 @@
 /**
  * Nomad's time encodings, read as the health rules need them: RFC3339Nano strings (TaskState
- * StartedAt / FinishedAt) and integer-nanosecond durations, both to milliseconds.
+ * StartedAt / FinishedAt), Unix-nanosecond timestamps (CreateTime, TaskEvent Time) and
+ * integer-nanosecond durations, all to milliseconds.
  */
 // RFC3339 with an optional fraction of up to 9 digits and a Z or ±hh:mm offset.
 const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
@@ -20,6 +21,17 @@ export function parseNomadTime(value: unknown): ParsedTime {
   if (match === null || Number.isNaN(whole)) return { ok: false, problem: `time ${JSON.stringify(value)} is not RFC3339` };
   const fraction = Number(`0.${match[2] ?? '0'}`) * 1000;
   return { ok: true, ms: whole + fraction };
+}
+
+/**
+ * A Unix-nanosecond timestamp (exact bigint from Warden's decoder, or a number) → epoch
+ * milliseconds, microseconds kept as a fraction; 0 (Go's unset int64) → null.
+ */
+export function parseNanoTime(value: unknown): ParsedTime {
+  if (value === null || value === undefined || value === 0 || value === 0n) return { ok: true, ms: null };
+  if (typeof value === 'bigint' && value > 0n) return { ok: true, ms: Number(value / 1000n) / 1000 };
+  if (typeof value === 'number' && Number.isInteger(value) && value > 0) return { ok: true, ms: value / 1e6 };
+  return { ok: false, problem: `time ${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)} is not a Unix time in nanoseconds` };
 }
 
 /** A Go time.Duration in JSON (integer nanoseconds) → milliseconds, or null when it is not one. */

@@ -16,6 +16,7 @@ import type {
   HealthOutcome,
   HealthPolicy,
 } from '../../machines/allocationHealthTypes.js';
+import type { ObservedAllocationView } from './allocationView.js';
 import { HealthInputError } from './errors.js';
 import { MachineStepper, type AllocationHealthSnapshot } from './machineStepper.js';
 import { sameAllocationView, sameChecks } from './viewEquality.js';
@@ -74,10 +75,13 @@ export class HealthRegistry {
   }
 
   /**
-   * Starts judging an allocation; the healthy deadline counts from now. Tracking an id twice only
-   * updates its view. Throws HealthInputError when the policy or the view is malformed.
+   * Starts judging an allocation. The healthy deadline counts from the view's `watchingSince` (when
+   * Nomad began watching, from the allocation's data: see allocationView), else from now; one in the
+   * future or unusable is ignored, with the reason in the machine context (`watchingSinceIgnored`).
+   * Tracking an id twice only updates its view. Throws HealthInputError when the policy or the view
+   * is malformed.
    */
-  track(allocationId: string, policy: HealthPolicy, view: AllocationView, checks: readonly CheckView[] = []): HealthStatus {
+  track(allocationId: string, policy: HealthPolicy, view: ObservedAllocationView, checks: readonly CheckView[] = []): HealthStatus {
     if (this.entries.has(allocationId)) {
       this.updateAllocation(allocationId, view);
       return this.status(allocationId) as HealthStatus;
@@ -85,7 +89,7 @@ export class HealthRegistry {
     const problem = healthPolicyProblem(policy) ?? allocationViewProblem(view) ?? checkViewsProblem(checks);
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     const now = this.clock.now();
-    const entry: Entry = { snapshot: this.stepper.initial({ policy, now }), timer: undefined, due: null };
+    const entry: Entry = { snapshot: this.stepper.initial({ policy, now, watchingSince: view.watchingSince }), timer: undefined, due: null };
     this.entries.set(allocationId, entry);
     // The allocation as first seen is the machine's first observation.
     this.step(allocationId, entry, { type: 'observe', view, checks, now });
