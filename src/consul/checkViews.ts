@@ -11,6 +11,7 @@
  * the interpolated name Nomad registered).
  */
 import type { CheckStatus, CheckView } from '../../machines/allocationHealthTypes.js';
+import type { TaskGroup } from '../nomad/types.js';
 import type { ConsulHealthCheck } from './client.js';
 
 const SERVICE_PREFIX = '_nomad-task-';
@@ -111,4 +112,13 @@ export function sameAllocationChecks(a: readonly AllocationCheck[] | undefined, 
     const { check } = entry;
     return check.ServiceID === other.ServiceID && check.CheckID === other.CheckID && check.Name === other.Name && check.ServiceName === other.ServiceName && check.Status === other.Status;
   });
+}
+
+/**
+ * Whether the group's checks are Nomad's own (service provider = "nomad"): Nomad runs them itself
+ * and never registers them in Consul, so Consul cannot tell whether they pass.
+ */
+export function hasNomadProviderChecks(group: Pick<TaskGroup, 'Services' | 'Tasks'>): boolean {
+  const services = [...(group.Services ?? []), ...(Array.isArray(group.Tasks) ? group.Tasks : []).flatMap((task) => task.Services ?? [])];
+  return services.some((service) => service.Provider === 'nomad' && (service.Checks?.length ?? 0) > 0);
 }

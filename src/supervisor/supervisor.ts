@@ -14,6 +14,7 @@ import { HealthRegistry, type HealthChange } from '../health/registry.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
 import { ConsulCheckFanOut } from '../consul/checkFanOut.js';
+import { hasNomadProviderChecks } from '../consul/checkViews.js';
 import type { ConsulClient } from '../consul/client.js';
 import { JobCache } from '../streams/jobCache.js';
 import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
@@ -466,8 +467,13 @@ export class Supervisor implements ExecTarget {
       ...(this.options.policy ? { optIn: this.options.policy } : {}),
     });
     if (!decision.watched) return { reason: decision.reason };
-    if (checksRequired(decision.policy) && this.consul === undefined) {
-      return { reason: `group ${group} is judged by its service checks (health_check = "checks"), which need a Consul source this supervisor does not have` };
+    if (checksRequired(decision.policy)) {
+      const groupSpec = (job.TaskGroups ?? []).find((candidate) => candidate.Name === group);
+      const missing =
+        this.consul === undefined ? 'a Consul source this supervisor does not have'
+        : groupSpec !== undefined && hasNomadProviderChecks(groupSpec) ? 'Nomad\'s own check results (provider = "nomad"), which this supervisor does not read'
+        : undefined;
+      if (missing !== undefined) return { reason: `group ${group} is judged by its service checks (health_check = "checks"), which need ${missing}` };
     }
     return { policy: decision.policy };
   }
