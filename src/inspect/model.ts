@@ -308,7 +308,8 @@ export class InspectionModel {
       if (supervised) this.updateAllocation(supervised);
       return;
     }
-    const id = (event.actorRef as AnyActorRef).id;
+    const id = (event.actorRef as Partial<AnyActorRef>).id;
+    if (typeof id !== 'string') return;
     if (id.startsWith('evaluation:')) this.updateEvaluation(id, snapshot);
     else if (id.startsWith('exec:')) this.updateExecSession(id, snapshot);
   }

@@ -50,3 +50,26 @@ test('a monitored evaluation is shown until its outcome, in the Nomad CLI words'
     await inspected.close();
   }
 });
+
+test('the connection: a lost event stream shows as backing off with the attempt and reason, then streaming again', async () => {
+  const inspected = await startInspected(START, { token: TOKEN });
+  try {
+    const live = await openLive(inspected.server.url);
+    inspected.fake.faults.failRequests({ status: 500, body: 'agent on fire', path: '/v1/event/stream', times: 1 });
+    inspected.fake.endStreams();
+    await driveTo(inspected.clock, START + 30_000);
+    const connections = live.messages.filter((m) => m.type === 'connection').map((m) => m.connection as { state: string; attempt: number; lastError: string | null });
+    const backingOff = connections.filter((c) => c.state === 'backingOff');
+    // The stream closed, then the reconnection was refused once: two attempts, each with its reason.
+    expect(backingOff).toEqual([
+      expect.objectContaining({ attempt: 1, lastError: 'event stream closed by the server' }),
+      expect.objectContaining({ attempt: 2, lastError: expect.stringContaining('500') }),
+    ]);
+    expect(connections.at(-1)).toMatchObject({ state: 'streaming', attempt: 0 });
+    expect((await fetchSnapshot(inspected.server.url)).connection.state).toBe('streaming');
+    expect(live.texts.join('\n')).not.toContain(TOKEN);
+    live.close();
+  } finally {
+    await inspected.close();
+  }
+});
