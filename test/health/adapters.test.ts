@@ -4,9 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { HealthPolicyError, allocationView, healthPolicyFor, parseNomadTime } from '../../src/health/index.js';
+import { HealthPolicyError, allocationView, durationMs, healthPolicyFor, parseNanoTime, parseNomadTime } from '../../src/health/index.js';
+import { isHeartbeatLine, readStreamRecording } from '../../src/testing/recording.js';
 import { parseNomadJson } from '../../src/nomad/json.js';
-import type { Allocation, Job, TaskGroup } from '../../src/nomad/types.js';
+import type { Allocation, EventFrame, Job, TaskGroup } from '../../src/nomad/types.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2');
 const recordedJob = (scenario: string): Job =>
@@ -154,6 +155,107 @@ describe('allocationView', () => {
     );
     expect(view.tasks.main).toMatchObject({ state: 'pending', startedAt: null, finishedAt: null });
     expect(problems).toHaveLength(3);
+  });
+});
+
+describe('allocationView: when Nomad began watching (watchingSince, the start of the healthy deadline)', () => {
+  const group: TaskGroup = { Name: 'app', Tasks: [{ Name: 'init', Driver: 'raw_exec', Lifecycle: { Hook: 'prestart', Sidecar: false } }, { Name: 'main', Driver: 'raw_exec' }] };
+  const CREATED = 1_795_971_999_670_000_000n;
+  const base = { ID: 'a1', JobID: 'j', TaskGroup: 'app', ModifyIndex: 1, ClientStatus: 'running', DesiredStatus: 'run', CreateTime: CREATED } as const;
+  const at = (msAfterCreate: number): bigint => CREATED + BigInt(msAfterCreate * 1_000_000);
+  const state = (events: { Type: string; Time: unknown }[]) =>
+    ({ State: 'running', Failed: false, Restarts: 0, LastRestart: null, StartedAt: null, FinishedAt: null, Events: events }) as never;
+  const createdMs = Number(CREATED / 1_000_000n);
+
+  it('the earliest Received event of any task, wherever it sits in the lists', () => {
+    const allocation = {
+      ...base,
+      TaskStates: {
+        init: state([{ Type: 'Task Setup', Time: at(5) }, { Type: 'Received', Time: at(12) }]),
+        main: state([{ Type: 'Received', Time: at(9) }, { Type: 'Started', Time: at(40) }]),
+      },
+    };
+    expect(allocationView(allocation, group)).toMatchObject({ view: { watchingSince: createdMs + 9 }, problems: [] });
+  });
+
+  it('Received rolled out of the 10-event cap: the earliest event left', () => {
+    const allocation = { ...base, TaskStates: { main: state([{ Type: 'Restarting', Time: at(3000) }, { Type: 'Started', Time: at(2000) }]) } };
+    expect(allocationView(allocation, group).view.watchingSince).toBe(createdMs + 2000);
+  });
+
+  it('no task events at all: CreateTime once the client has reported the allocation', () => {
+    expect(allocationView({ ...base, TaskStates: { main: state([]) } }, group).view.watchingSince).toBe(createdMs);
+    expect(allocationView({ ...base, TaskStates: null }, group).view.watchingSince).toBe(createdMs);
+  });
+
+  it('a placement the client has not reported yet has no estimate (Nomad may not be watching it yet)', () => {
+    const { view, problems } = allocationView({ ...base, ClientStatus: 'pending', TaskStates: null }, group);
+    expect(view).not.toHaveProperty('watchingSince');
+    expect(problems).toEqual([]);
+  });
+
+  it('unparsable event times and CreateTime are reported and skipped, not thrown', () => {
+    const allocation = {
+      ...base,
+      CreateTime: 'yesterday' as never,
+      TaskStates: { main: state([{ Type: 'Received', Time: 'soon' }, { Type: 'Started', Time: -5 }, { Type: 'Task Setup', Time: at(4) }]) },
+    };
+    expect(allocationView(allocation, group)).toMatchObject({ view: { watchingSince: createdMs + 4 } });
+    expect(allocationView(allocation, group).problems).toEqual([
+      'task main: event "Received" ignored, time "soon" is not a Unix time in nanoseconds',
+      'task main: event "Started" ignored, time -5 is not a Unix time in nanoseconds',
+    ]);
+    const nothing = { ...allocation, TaskStates: { main: state([null as never, { Type: 'Received', Time: null }]) } };
+    const { view, problems } = allocationView(nothing, group);
+    expect(view).not.toHaveProperty('watchingSince');
+    expect(problems).toEqual([
+      'task main: event undefined ignored, it has no time',
+      'task main: event "Received" ignored, it has no time',
+      'CreateTime ignored, time "yesterday" is not a Unix time in nanoseconds',
+    ]);
+  });
+
+  it('deadline_not_running: Received + healthy_deadline lands within 5 ms of Nomad\'s own "Alloc Unhealthy" event', () => {
+    const dir = join(FIXTURES, 'scenarios', 'deadline_not_running');
+    const job = recordedJob('deadline_not_running');
+    const group = (job.TaskGroups as TaskGroup[])[0] as TaskGroup;
+    const deadlineMs = durationMs(group.Update?.HealthyDeadline) as number;
+    const expected = parseNomadJson(readFileSync(join(dir, 'expected.json'), 'utf8')) as {
+      allocations: { ID: string; AllocUnhealthyEvents: { Time: unknown }[] }[];
+    };
+    const estimates = new Map<string, number>();
+    for (const line of readStreamRecording(join(dir, 'stream.jsonl'))) {
+      if (isHeartbeatLine(line)) continue;
+      for (const event of (parseNomadJson(line.raw) as EventFrame).Events) {
+        if (event.Topic !== 'Allocation') continue;
+        const allocation = (event.Payload as { Allocation: Allocation }).Allocation;
+        const since = allocationView(allocation, group).view.watchingSince;
+        if (since !== undefined && !estimates.has(allocation.ID)) estimates.set(allocation.ID, since);
+      }
+    }
+    for (const allocation of expected.allocations) {
+      const nomadDeadline = (parseNanoTime(allocation.AllocUnhealthyEvents[0]?.Time) as { ms: number }).ms;
+      const gap = nomadDeadline - ((estimates.get(allocation.ID) as number) + deadlineMs);
+      // Nomad's health hook starts a moment after the client logs Received, never before.
+      expect(gap).toBeGreaterThanOrEqual(0);
+      expect(gap).toBeLessThan(5);
+    }
+  });
+});
+
+describe('parseNanoTime', () => {
+  it('keeps microseconds of an exact bigint as a fraction of a millisecond', () => {
+    expect(parseNanoTime(1_795_971_999_679_910_339n)).toEqual({ ok: true, ms: 1_795_971_999_679.91 });
+  });
+
+  it('reads a plain number and treats 0 and null as unknown', () => {
+    expect(parseNanoTime(1_795_971_999_679_910_000)).toMatchObject({ ok: true, ms: expect.closeTo(1_795_971_999_679.91, 3) });
+    expect(parseNanoTime(0)).toEqual({ ok: true, ms: null });
+    expect(parseNanoTime(null)).toEqual({ ok: true, ms: null });
+  });
+
+  it.each(['1795971999679910339', -1, 1.5, -3n, {}])('refuses %p', (value) => {
+    expect(parseNanoTime(value)).toMatchObject({ ok: false });
   });
 });
 

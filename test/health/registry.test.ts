@@ -5,7 +5,8 @@
  */
 import type { InspectionEvent } from 'xstate';
 import { VirtualClock } from '../../src/clock/index.js';
-import { HealthInputError, HealthRegistry, type AllocationView, type CheckView } from '../../src/health/index.js';
+import { HealthInputError, HealthRegistry, allocationView, type AllocationView, type CheckView } from '../../src/health/index.js';
+import type { Allocation, TaskGroup } from '../../src/nomad/types.js';
 import { T0, harness, policy, running, task, view } from './support/builders.js';
 
 describe('HealthRegistry', () => {
@@ -79,6 +80,33 @@ describe('HealthRegistry', () => {
     registry.track('a', policy({ healthyDeadlineMs: 60_000 }), view({ web: running(T0 + 4000) }));
     clock.advance(1000);
     expect(registry.status('a')?.outcome).toMatchObject({ healthy: false, at: T0 + 5000 });
+  });
+
+  it('an allocation first seen 4 s after it was received, with a 5 s healthy_deadline, is unhealthy 1 s later, not 5 s', () => {
+    const { clock, registry } = harness();
+    const group: TaskGroup = { Name: 'app', Tasks: [{ Name: 'web', Driver: 'raw_exec' }] };
+    const nanos = (ms: number): bigint => BigInt(ms) * 1_000_000n;
+    const allocation: Allocation = {
+      ID: 'a',
+      JobID: 'j',
+      TaskGroup: 'app',
+      ModifyIndex: 7,
+      ClientStatus: 'pending',
+      DesiredStatus: 'run',
+      CreateTime: nanos(T0 - 30),
+      TaskStates: {
+        web: {
+          State: 'pending', Failed: false, Restarts: 0, LastRestart: null, StartedAt: null, FinishedAt: null,
+          Events: [{ Type: 'Received', Time: nanos(T0) }, { Type: 'Task Setup', Time: nanos(T0 + 2) }],
+        },
+      },
+    };
+    clock.advance(4000);
+    registry.track('a', policy({ healthyDeadlineMs: 5000 }), allocationView(allocation, group).view);
+    clock.advance(999);
+    expect(registry.status('a')?.state).toBe('pending');
+    clock.advance(1);
+    expect(registry.status('a')?.outcome).toEqual({ healthy: false, at: T0 + 5000, reasons: { web: 'Task not running by healthy_deadline of 5s' } });
   });
 
   it('updates for unknown allocations are refused, not thrown', () => {

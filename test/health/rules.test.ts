@@ -138,6 +138,53 @@ describe('the healthy deadline (health_hook.go watchHealth, tracker.go TaskEvent
     });
   });
 
+  it('judging that starts late counts the deadline from when watching began (watchingSince), not from the first sight', () => {
+    const { clock, registry } = harness();
+    clock.advance(4000);
+    registry.track('a', policy(), { ...view({ web: task() }, { clientStatus: 'pending' }), watchingSince: T0 });
+    expect(registry.snapshot('a')?.context).toMatchObject({ deadlineAt: T0 + 5000, watchingSinceIgnored: null });
+    clock.advanceTo(T0 + 4999);
+    expect(registry.status('a')?.state).toBe('pending');
+    clock.advance(1);
+    expect(registry.status('a')?.outcome).toEqual({ healthy: false, at: T0 + 5000, reasons: { web: 'Task not running by healthy_deadline of 5s' } });
+  });
+
+  it('first seen after the deadline: unhealthy at once, explained by the task states at the deadline', () => {
+    const { clock, registry } = harness();
+    clock.advance(9000);
+    // `first` started after the deadline (pending then); `again` restarted after it (it may have been running then).
+    const seen = view({ first: running(T0 + 8000), again: running(T0 + 8000, { restarts: 1 }), early: running(T0) });
+    registry.track('a', policy(), { ...seen, watchingSince: T0 });
+    expect(registry.status('a')?.outcome).toEqual({
+      healthy: false,
+      at: T0 + 5000,
+      reasons: {
+        first: 'Task not running by healthy_deadline of 5s',
+        again: 'Task not running for min_healthy_time of 2s by healthy_deadline of 5s',
+      },
+    });
+  });
+
+  it('first seen late but healthy before the deadline: healthy at the time the data gives', () => {
+    const { clock, registry } = harness();
+    clock.advance(60_000);
+    registry.track('a', policy(), { ...view({ web: running(T0 + 2500) }), watchingSince: T0 });
+    expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 4500, reasons: {} });
+  });
+
+  it.each([
+    ['in the future of the clock', T0 + 1000, /after the time judging starts/],
+    ['not a number', Number.NaN, /not a finite number/],
+  ])('a watchingSince %s is ignored with the reason: the deadline counts from the first sight', (_case, since, reason) => {
+    const { clock, registry } = harness();
+    expect(() => registry.track('a', policy(), { ...view({ web: task() }), watchingSince: since })).not.toThrow();
+    expect(registry.snapshot('a')?.context).toMatchObject({ deadlineAt: T0 + 5000, watchingSinceIgnored: expect.stringMatching(reason) });
+    clock.advanceTo(T0 + 4999);
+    expect(registry.status('a')?.state).toBe('pending');
+    clock.advance(1);
+    expect(registry.status('a')?.outcome).toMatchObject({ healthy: false, at: T0 + 5000 });
+  });
+
   it('healthy exactly at the deadline still counts as healthy', () => {
     const { clock, registry } = harness();
     registry.track('a', policy(), view({ web: running(T0 + 3000) }));
