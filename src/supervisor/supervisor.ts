@@ -170,10 +170,12 @@ export class Supervisor implements ExecTarget {
     this.registry.subscribe((change) => this.onHealthChange(change));
     this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
     this.consulSubscription = options.consul
-      ?.watchHealthChecks({ onError: (error) => this.logger.warn('Consul health query failed; retrying', { error: error.message }) })
+      ?.watchHealthChecks({
+        onError: (error) => this.report({ kind: 'consul-unavailable', message: `Consul health query failed; retrying: ${error.message}` }),
+      })
       .subscribe({
         next: (update) => this.consul?.update(update.checks),
-        error: (error: unknown) => this.logger.error('Consul health watch ended', { error: describeError(error) }),
+        error: (error: unknown) => this.report({ kind: 'consul-unavailable', message: `Consul health watch ended: ${describeError(error)}` }),
       });
     const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
       const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};

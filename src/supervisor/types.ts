@@ -32,8 +32,12 @@ export type ConnectionState = 'connecting' | 'streaming' | 'resyncing' | 'backin
 
 /** Something the supervisor could not use, reported and skipped: it keeps running. */
 export interface SupervisorProblem {
-  /** `stream-failed`: the event stream gave up for good (a refused token, a bad topic). */
-  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed';
+  /**
+   * `stream-failed`: the event stream gave up for good (a refused token, a bad topic).
+   * `consul-unavailable`: a Consul health query failed; it is retried with back-off, and allocations
+   * judged by their checks wait meanwhile.
+   */
+  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'consul-unavailable';
   message: string;
   allocId?: string;
   /** Raft index of the offending batch, when known. */

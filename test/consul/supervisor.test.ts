@@ -144,7 +144,7 @@ describe('one query for any number of allocations; tokens stay secret', () => {
     }
   });
 
-  test('a refused Consul token is logged and retried, never written out', async () => {
+  test('a refused Consul token is reported, logged and retried, never written out', async () => {
     const h = await startConsulHarness(START, { token: 'right-token-1234', clientToken: 'wrong-token-9876' });
     try {
       h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive' }] }]));
@@ -155,6 +155,7 @@ describe('one query for any number of allocations; tokens stay secret', () => {
       // Retried with back-off on the clock: several attempts in 21 s, not a hot loop.
       expect(refusals.length).toBeGreaterThan(2);
       expect(refusals.length).toBeLessThan(20);
+      expect(h.problems.filter((problem) => problem.kind === 'consul-unavailable')).toHaveLength(refusals.length);
       expect(h.verdicts[0]?.outcome).toMatchObject({ healthy: false, reasons: { main: 'Service checks not registered' } });
       const written = JSON.stringify([h.logs, h.verdicts, h.problems]);
       expect(written).not.toContain('wrong-token-9876');
