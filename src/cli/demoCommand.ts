@@ -216,7 +216,7 @@ export function registerDemoCommand(program: Command): void {
     .description('Replay recorded Nomad deployments on a local FakeNomad and watch the supervisor judge them (npm start)')
     .option('--speed <factor>', 'run this many times faster than recorded', positiveNumber, 1)
     .option('--recordings <dir>', 'folder of recorded scenarios', defaultRecordingsDir())
-    .option('--inspect-port <port>', 'port of the inspector web page (default: any free port, printed on start)', portNumber, 0)
+    .option('--inspect-port <port>', 'port of the inspector web page (0: any free port; the URL is printed on start)', portNumber, 0)
     .option('--no-inspect', 'do not start the inspector')
     .action(async (options: { speed: number; recordings: string; inspect: boolean; inspectPort: number }) => {
       const first = readScenario(join(options.recordings, DEMO_SCENARIOS[0]!.name));

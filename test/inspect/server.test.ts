@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { PAGE_SCRIPT } from '../../src/inspect/page.js';
-import { InspectionModel, type AllocationInfo } from '../../src/inspect/index.js';
+import { InspectionModel, InspectorServer, InspectorServerError, type AllocationInfo } from '../../src/inspect/index.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { serviceJob } from '../testing/helpers.js';
 import { driveTo, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
@@ -174,4 +174,18 @@ describe('the inspection server', () => {
       await inspected.close();
     }
   });
+});
+
+test('a port in use, a port out of range or a host off loopback is refused with a typed error', async () => {
+  const model = new InspectionModel({ clock: new VirtualClock({ start: START }) });
+  const first = await InspectorServer.start({ model });
+  try {
+    const taken = Number(new URL(first.url).port);
+    await expect(InspectorServer.start({ model, port: taken })).rejects.toThrow(InspectorServerError);
+    await expect(InspectorServer.start({ model, port: taken })).rejects.toThrow(`cannot listen on 127.0.0.1:${taken}`);
+    await expect(InspectorServer.start({ model, port: 70_000 })).rejects.toThrow(InspectorServerError);
+    await expect(InspectorServer.start({ model, host: '0.0.0.0' as '127.0.0.1' })).rejects.toThrow('loopback only');
+  } finally {
+    await first.close();
+  }
 });
