@@ -7,7 +7,7 @@
 import { durationMs, parseNomadTime } from '../../src/health/index.js';
 import type { HealthOutcome, OptInHealthPolicy } from '../../src/health/index.js';
 import { formatGoDuration } from '../../machines/allocationHealthRules.js';
-import { listScenarios } from '../../src/testing/recording.js';
+import { isHeartbeatLine, listScenarios } from '../../src/testing/recording.js';
 import type { Job, TaskGroup } from '../../src/nomad/types.js';
 import { replayScenario, SCENARIOS_DIR, type Replay } from './support/replayScenario.js';
 
@@ -16,6 +16,7 @@ interface ExpectedTaskState {
   Failed: boolean;
   StartedAt: string | null;
   FinishedAt: string | null;
+  Events: { Type: string; Time: bigint | number }[];
 }
 
 interface ExpectedAllocation {
@@ -133,6 +134,46 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     }
   });
 
+  it.each(scenarios)('%s: judging that starts late, at any line of the stream, reaches the same verdicts', (name) => {
+    const { scenario } = replayScenario(name);
+    const expected = (scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations;
+    const starts = [...new Set(scenario.stream.filter((line) => !isHeartbeatLine(line)).map((line) => line.t))];
+    for (const startAt of starts) {
+      const late = replayScenario(name, { startAt });
+      for (const allocation of expected) {
+        const replayed = late.allocations.get(allocation.ID);
+        // Listed after its stop: not judged (stopped), as one watching from the start would not judge it then either.
+        if (replayed?.outcome === undefined || replayed.firstSeen.desiredStatus !== 'run') continue;
+        expectOutcome(replayed.outcome, expectationFor(late, allocation));
+      }
+    }
+  });
+
+  it('deadline_not_running: watching from the start, the deadline counts from the first sight (the placement has no client data yet)', () => {
+    const replay = replayScenario('deadline_not_running');
+    const [allocation] = replay.allocations.values();
+    const deadlineMs = durationMs(groupOf(replay, 0).Update?.HealthyDeadline) as number;
+    expect(allocation?.outcome).toMatchObject({ healthy: false, at: (allocation?.firstSeen.at as number) + deadlineMs });
+  });
+
+  it("deadline_not_running: judging that starts after the Received event lands within 5 ms of Nomad's deadline, before or after it passed", () => {
+    const { scenario } = replayScenario('deadline_not_running');
+    const [nomad] = (scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations;
+    const nomadAt = nanosToMs((nomad?.AllocUnhealthyEvents[0] as ExpectedAllocation['AllocUnhealthyEvents'][number]).Time);
+    const received = nanosToMs(nomad?.TaskStates_extra.main?.Events.find((event) => event.Type === 'Received')?.Time as bigint | number);
+    const starts = scenario.stream.map((line) => line.t).filter((t) => Date.parse(scenario.meta.stream_opened_at) + t > received);
+    const judgedAt = new Set<number>();
+    for (const startAt of starts) {
+      const [late] = replayScenario('deadline_not_running', { startAt }).allocations.values();
+      if (late?.firstSeen.desiredStatus !== 'run') continue;
+      const at = (late.outcome as { at: number }).at;
+      expect(Math.abs(at - nomadAt)).toBeLessThan(5);
+      judgedAt.add(Math.sign(late.firstSeen.at - nomadAt));
+    }
+    // Some starts came before Nomad's deadline, some after it.
+    expect([...judgedAt].sort()).toEqual([-1, 1]);
+  });
+
   it('restart_before_min_healthy: every restart sends the allocation back to pending before min_healthy_time', () => {
     const [allocation] = replayScenario('restart_before_min_healthy').allocations.values();
     const restarts = allocation?.states.filter((state, i, all) => state === 'pending' && all[i - 1] === 'minHealthyWait').length;
@@ -143,7 +184,7 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     const [unwatched] = replayScenario('batch_job').allocations.values();
     expect(unwatched?.unwatched).toMatch(/batch/);
     const optIn: OptInHealthPolicy = { minHealthyTimeMs: 1000, healthyDeadlineMs: 60_000 };
-    const replay = replayScenario('batch_job', optIn);
+    const replay = replayScenario('batch_job', { optIn });
     const expected = (replay.scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations[0] as ExpectedAllocation;
     const [watched] = replay.allocations.values();
     const startedAt = ms(expected.TaskStates_extra.main?.StartedAt as string);
@@ -152,7 +193,7 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
 
   it('batch_job: a task that exits successfully before min_healthy_time is healthy at its finish under opt-in', () => {
     const optIn: OptInHealthPolicy = { minHealthyTimeMs: 30_000, healthyDeadlineMs: 60_000 };
-    const replay = replayScenario('batch_job', optIn);
+    const replay = replayScenario('batch_job', { optIn });
     const expected = (replay.scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations[0] as ExpectedAllocation;
     const [watched] = replay.allocations.values();
     expect(watched?.outcome).toEqual({ healthy: true, at: ms(expected.TaskStates_extra.main?.FinishedAt as string), reasons: {} });

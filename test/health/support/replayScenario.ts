@@ -4,6 +4,8 @@
  * every DeploymentStatus and every "Alloc Unhealthy" task event is stripped before the adapters see
  * an allocation. Each allocation is joined with the job version current when it was placed
  * (job.json / job.v1.json, chosen by the Version of the stream's latest Job event).
+ * With `startAt`, judging starts late, as a supervisor started then would: every allocation as it
+ * stood at that moment is tracked at once (it lists first), the rest of the stream is watched.
  */
 import { join } from 'node:path';
 import { VirtualClock } from '../../../src/clock/index.js';
@@ -22,6 +24,8 @@ export interface ReplayedAllocation {
   /** Every state the machine passed through, in order. */
   readonly states: readonly string[];
   readonly problems: readonly string[];
+  /** When judging began for it (clock time) and the desired status it had then. */
+  readonly firstSeen: { readonly at: number; readonly desiredStatus: string | undefined };
 }
 
 export interface Replay {
@@ -45,19 +49,22 @@ function requestedIndex(scenario: Scenario): number {
   return Number(match[1]);
 }
 
-export function replayScenario(name: string, optIn?: OptInHealthPolicy): Replay {
+export interface ReplayOptions {
+  readonly optIn?: OptInHealthPolicy;
+  /** Stream time (ms) at which judging starts; default 0, watching from the start. */
+  readonly startAt?: number;
+}
+
+export function replayScenario(name: string, { optIn, startAt = 0 }: ReplayOptions = {}): Replay {
   const scenario = readScenario(join(SCENARIOS_DIR, name));
   const jobs = new Map<number, Job>();
   for (const job of [scenario.job, scenario.jobV1]) {
     if (job !== undefined) jobs.set(Number((job as unknown as Job).Version), job as unknown as Job);
   }
   const start = Date.parse(scenario.meta.stream_opened_at);
-  const clock = new VirtualClock({ start });
+  const clock = new VirtualClock({ start: start + startAt });
   const registry = new HealthRegistry({ clock });
-  const results = new Map<
-    string,
-    { version: number; outcome?: HealthOutcome; unwatched?: string; states: string[]; problems: string[] }
-  >();
+  const results = new Map<string, { outcome?: HealthOutcome; unwatched?: string; states: string[]; problems: string[]; firstSeen: ReplayedAllocation['firstSeen'] }>();
   registry.subscribe((change) => {
     const entry = results.get(change.allocationId);
     if (entry === undefined) return;
@@ -67,9 +74,16 @@ export function replayScenario(name: string, optIn?: OptInHealthPolicy): Replay 
 
   const fromIndex = requestedIndex(scenario);
   let currentVersion = Math.min(...jobs.keys());
+  const placedWith = new Map<string, number>();
+  // Before judging starts: the latest state of each allocation, as a listing would give it.
+  let listed: Map<string, Allocation> | undefined = new Map();
   const seenIndexes = new Set<number>();
   for (const line of scenario.stream) {
-    clock.advanceTo(start + line.t);
+    if (listed !== undefined && line.t > startAt) {
+      for (const allocation of listed.values()) feed(allocation);
+      listed = undefined;
+    }
+    clock.advanceTo(Math.max(start + line.t, clock.now()));
     if (isHeartbeatLine(line)) continue;
     const frame = parseNomadJson(line.raw) as EventFrame;
     // The stream starts at the closest index, not after it: drop stale and repeated batches.
@@ -84,17 +98,19 @@ export function replayScenario(name: string, optIn?: OptInHealthPolicy): Replay 
       if (event.Topic !== 'Allocation') continue;
       const allocation = stripNomadVerdict((event.Payload as { Allocation: Allocation }).Allocation);
       if (allocation.JobID !== scenario.meta.job_id) continue;
-      feed(allocation);
+      // An allocation keeps the job version it was placed with.
+      if (!placedWith.has(allocation.ID)) placedWith.set(allocation.ID, currentVersion);
+      if (listed === undefined) feed(allocation);
+      else listed.set(allocation.ID, allocation);
     }
   }
+  for (const allocation of listed?.values() ?? []) feed(allocation);
   clock.advanceTo(start + Number(scenario.meta.stream_closed_t));
 
   function feed(allocation: Allocation): void {
     const known = results.get(allocation.ID);
     if (known?.unwatched !== undefined) return;
-    // An allocation keeps the job version it was placed with.
-    const version = known?.version ?? currentVersion;
-    const job = jobs.get(version) as Job;
+    const job = jobs.get(placedWith.get(allocation.ID) as number) as Job;
     const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup);
     if (group === undefined) throw new Error(`${scenario.name}: no group ${allocation.TaskGroup}`);
     const { view, problems } = allocationView(allocation, group);
@@ -104,15 +120,16 @@ export function replayScenario(name: string, optIn?: OptInHealthPolicy): Replay 
       return;
     }
     const decision = healthPolicyFor(job, allocation.TaskGroup, { deployment: Boolean(allocation.DeploymentID), ...(optIn ? { optIn } : {}) });
+    const firstSeen = { at: clock.now(), desiredStatus: allocation.DesiredStatus };
     if (!decision.watched) {
-      results.set(allocation.ID, { version, unwatched: decision.reason, states: [], problems: [...problems] });
+      results.set(allocation.ID, { unwatched: decision.reason, states: [], problems: [...problems], firstSeen });
       return;
     }
-    results.set(allocation.ID, { version, states: ['pending'], problems: [...problems] });
+    results.set(allocation.ID, { states: ['pending'], problems: [...problems], firstSeen });
     registry.track(allocation.ID, decision.policy, view);
   }
 
   const allocations = new Map<string, ReplayedAllocation>();
-  for (const [id, { version: _version, ...entry }] of results) allocations.set(id, { id, ...entry });
+  for (const [id, entry] of results) allocations.set(id, { id, ...entry });
   return { scenario, allocations };
 }
