@@ -6,8 +6,8 @@
  * (an unknown task is ignored, an unreadable time is unknown, an unknown state is pending).
  */
 import type { AllocationView, TaskRunState, TaskView } from '../../machines/allocationHealthTypes.js';
-import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
-import { parseNanoTime, parseNomadTime } from './nomadTime.js';
+import type { Allocation, NanoTime, TaskGroup, TaskState } from '../nomad/types.js';
+import { isNanoTime, parseNanoTime, parseNomadTime } from './nomadTime.js';
 
 /** The compact view, with the start of Nomad's watch that HealthRegistry.track counts the deadline from. */
 export interface ObservedAllocationView extends AllocationView {
@@ -56,24 +56,25 @@ function taskView(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle
  * watching yet, so nothing is estimated and the deadline counts from the first sight.
  */
 function watchingSince(allocation: Allocation, states: Readonly<Record<string, TaskState>>, problems: string[]): number | undefined {
-  let received = Number.POSITIVE_INFINITY;
-  let earliest = Number.POSITIVE_INFINITY;
+  // Raw nanosecond values compare exactly (bigint with number too); only the winner is converted.
+  let received: NanoTime | undefined;
+  let earliest: NanoTime | undefined;
   for (const name in states) {
     const events: unknown = states[name]?.Events;
     if (!Array.isArray(events)) continue;
     for (const event of events as unknown[]) {
-      const record = typeof event === 'object' && event !== null ? (event as { Type?: unknown; Time?: unknown }) : {};
-      const parsed = parseNanoTime(record.Time);
-      if (!parsed.ok || parsed.ms === null) {
-        problems.push(`task ${name}: event ${JSON.stringify(record.Type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
+      const { Type: type, Time: time } = typeof event === 'object' && event !== null ? (event as { Type?: unknown; Time?: unknown }) : {};
+      if (!isNanoTime(time)) {
+        const parsed = parseNanoTime(time);
+        problems.push(`task ${name}: event ${JSON.stringify(type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
         continue;
       }
-      if (record.Type === 'Received') received = Math.min(received, parsed.ms);
-      earliest = Math.min(earliest, parsed.ms);
+      if (type === 'Received' && (received === undefined || time < received)) received = time;
+      if (earliest === undefined || time < earliest) earliest = time;
     }
   }
-  if (received !== Number.POSITIVE_INFINITY) return received;
-  if (earliest !== Number.POSITIVE_INFINITY) return earliest;
+  const best = received ?? earliest;
+  if (best !== undefined) return (parseNanoTime(best) as { ms: number }).ms;
   const reported = Object.keys(states).length > 0 || (allocation.ClientStatus ?? 'pending') !== 'pending';
   if (!reported) return undefined;
   const created = parseNanoTime(allocation.CreateTime);

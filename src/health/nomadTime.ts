@@ -29,9 +29,13 @@ export function parseNomadTime(value: unknown): ParsedTime {
  */
 export function parseNanoTime(value: unknown): ParsedTime {
   if (value === null || value === undefined || value === 0 || value === 0n) return { ok: true, ms: null };
-  if (typeof value === 'bigint' && value > 0n) return { ok: true, ms: Number(value / 1000n) / 1000 };
-  if (typeof value === 'number' && Number.isInteger(value) && value > 0) return { ok: true, ms: value / 1e6 };
+  if (isNanoTime(value)) return { ok: true, ms: typeof value === 'bigint' ? Number(value / 1000n) / 1000 : value / 1e6 };
   return { ok: false, problem: `time ${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)} is not a Unix time in nanoseconds` };
+}
+
+/** A set Unix-nanosecond timestamp: a positive integer, bigint or number. */
+export function isNanoTime(value: unknown): value is bigint | number {
+  return typeof value === 'bigint' ? value > 0n : typeof value === 'number' && Number.isInteger(value) && value > 0;
 }
 
 /** A Go time.Duration in JSON (integer nanoseconds) → milliseconds, or null when it is not one. */
