@@ -138,6 +138,8 @@ export function stateChart(machine: AnyStateMachine): StateChart {
   }
   const at = (state: string): Point => position.get(state) ?? { x: 0, y: 0 };
   const parts: string[] = [];
+  // Labels go on top of the states, so that a long one beside a short arrow stays readable.
+  const labels: string[] = [];
   graph.edges.forEach((edge, i) => {
     const a = at(edge.from);
     const b = at(edge.to);
@@ -151,14 +153,19 @@ export function stateChart(machine: AnyStateMachine): StateChart {
     const side = back ? 1 : b.y < a.y ? -1 : b.y > a.y ? 1 : i % 2 === 0 ? -1 : 1;
     const bow = back ? 30 + 28 * span : skips ? 34 * span : 0;
     const control = { x: (start.x + end.x) / 2, y: (start.y + end.y) / 2 + side * bow };
-    const label = { x: (start.x + 2 * control.x + end.x) / 4, y: (start.y + 2 * control.y + end.y) / 4 };
+    // Level neighbours: the label above both states; otherwise at the middle of the curve.
+    const level = bow === 0 && a.y === b.y;
+    const label = level
+      ? { x: (start.x + end.x) / 2, y: a.y - NODE_H / 2 - 2 }
+      : { x: (start.x + 2 * control.x + end.x) / 4, y: (start.y + 2 * control.y + end.y) / 4 - 4 };
+    const ends = `data-from="${escapeHtml(edge.from)}" data-to="${escapeHtml(edge.to)}"`;
     const title = escapeHtml(edge.labels.join('\n'));
     const text = escapeHtml(edge.labels.map((full) => /\[(.*?)\]/.exec(full)?.[1] ?? full.split(' / ')[0]).join(' | '));
     parts.push(
-      `<g class="edge" data-from="${escapeHtml(edge.from)}" data-to="${escapeHtml(edge.to)}"><title>${title}</title>` +
-        `<path d="M${number(start.x)},${number(start.y)} Q${number(control.x)},${number(control.y)} ${number(end.x)},${number(end.y)}" marker-end="url(#arrow)"/>` +
-        `<text x="${number(label.x)}" y="${number(label.y - 4)}">${text}</text></g>`,
+      `<g class="edge" ${ends}><title>${title}</title>` +
+        `<path d="M${number(start.x)},${number(start.y)} Q${number(control.x)},${number(control.y)} ${number(end.x)},${number(end.y)}" marker-end="url(#arrow)"/></g>`,
     );
+    labels.push(`<text class="label" ${ends} x="${number(label.x)}" y="${number(label.y)}"><title>${title}</title>${text}</text>`);
   });
   for (const state of graph.states) {
     const { x, y } = at(state);
@@ -175,6 +182,6 @@ export function stateChart(machine: AnyStateMachine): StateChart {
   const svg =
     `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${number(width)} ${number(height)}" role="img" aria-label="${escapeHtml(machine.id)} state chart">` +
     `<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>` +
-    `${parts.join('')}</svg>`;
+    `${parts.join('')}${labels.join('')}</svg>`;
   return { ...graph, svg };
 }

@@ -100,9 +100,9 @@ svg.chart .node.current[data-state=healthy] rect { fill:#16361f; stroke:var(--go
 svg.chart .node.current[data-state=unhealthy] rect { fill:#3d1d1f; stroke:var(--bad); }
 svg.chart .node.current text { font-weight:700; }
 svg.chart .edge path { fill:none; stroke:#3b4757; stroke-width:1.3; }
-svg.chart .edge text { fill:var(--muted); font-size:10px; text-anchor:middle; opacity:0; }
-svg.chart .edge:hover path { stroke:var(--muted); } svg.chart .edge:hover text { opacity:1; }
-svg.chart .edge.taken path { stroke:var(--accent); stroke-width:2.5; } svg.chart .edge.taken text { opacity:1; fill:var(--accent); font-size:11px; }
+svg.chart .label { fill:var(--accent); font-size:11px; text-anchor:middle; opacity:0; paint-order:stroke; stroke:var(--panel); stroke-width:4px; }
+svg.chart .edge:hover path { stroke:var(--muted); stroke-width:2.5; }
+svg.chart .edge.taken path { stroke:var(--accent); stroke-width:2.5; } svg.chart .label.taken { opacity:1; }
 svg.chart marker path, svg.chart .start circle { fill:#5b6878; } svg.chart .start path { stroke:#5b6878; stroke-width:1.3; }
 .grid { display:grid; grid-template-columns:1fr 1fr; gap:20px; }
 dl { display:grid; grid-template-columns:max-content 1fr; gap:4px 14px; margin:0; } dt { color:var(--muted); } dd { margin:0; font-variant-numeric:tabular-nums; }
@@ -209,7 +209,10 @@ export const PAGE_SCRIPT = `'use strict';
       for (const version of [...versions.keys()].sort((x, y) => Number(y) - Number(x))) {
         const allocs = versions.get(version).sort((x, y) => (x.name || '').localeCompare(y.name || '') || x.id.localeCompare(y.id));
         const deployment = allocs.find((a) => a.deploymentId);
-        box.append(el('div', { class: 'version' }, 'version ' + version + (deployment ? ' · deployment ' + shortId(deployment.deploymentId) : '')));
+        const counts = new Map();
+        for (const a of allocs) counts.set(verdictText(a), (counts.get(verdictText(a)) || 0) + 1);
+        const summary = [...counts].map(([kind, n]) => n + ' ' + kind).join(', ');
+        box.append(el('div', { class: 'version' }, 'version ' + version + (deployment ? ' · deployment ' + shortId(deployment.deploymentId) : '') + ' · ' + summary));
         for (const a of allocs) {
           const button = el('button', { class: 'alloc' + (a.finished ? ' finished' : '') + (a.id === state.selected ? ' selected' : ''), type: 'button', title: a.id },
             el('span', { class: 'badge', 'data-state': verdictText(a) }, verdictText(a)),
@@ -249,7 +252,8 @@ export const PAGE_SCRIPT = `'use strict';
     if (a.rejected) v.append(el('div', { class: 'muted' }, 'Last update ignored: ' + a.rejected));
     for (const node of document.querySelectorAll('svg.chart .node')) node.classList.toggle('current', node.dataset.state === a.state);
     const t = a.lastTransition;
-    for (const edge of document.querySelectorAll('svg.chart .edge')) edge.classList.toggle('taken', !!t && edge.dataset.from === t.from && edge.dataset.to === t.to);
+    // The last move: its arrow and its label (guards; the full transition in the tooltip).
+    for (const edge of document.querySelectorAll('svg.chart [data-from]')) edge.classList.toggle('taken', !!t && edge.dataset.from === t.from && edge.dataset.to === t.to);
     const times = $('times'); times.replaceChildren();
     row(times, 'watching since', when(a.deadlineAt - a.policy.healthyDeadlineMs));
     row(times, 'latest task start', when(a.latestStart));
