@@ -241,7 +241,11 @@ export class InspectionModel {
     this.inspect = (event) => this.onInspection(event);
   }
 
-  /** Follows the supervisor's streams; returns the function that stops following. */
+  /**
+   * Follows the supervisor's streams, starting from the allocations it judges now; returns the
+   * function that stops following. Without `inspect` given to the supervisor, the model still
+   * follows every move and verdict, but not the steps that change only times or task states.
+   */
   attach(supervisor: Supervisor): () => void {
     this.supervisor = supervisor;
     for (const supervised of supervisor.supervisedAllocations()) this.updateAllocation(supervised);
@@ -321,13 +325,17 @@ export class InspectionModel {
     this.emit(`allocation:${id}`, { type: 'allocation', allocation });
   }
 
-  /** The supervisor's own account of each move (the first step included, which no earlier snapshot shows). */
+  /**
+   * The supervisor's own account of each move (the first step included, which no earlier snapshot
+   * shows). Read afresh, so that a model attached without the inspect hook still follows the moves.
+   */
   private onChange(change: StateChange): void {
-    const known = this.live.get(change.alloc.allocId);
-    if (!known) return;
-    const allocation = { ...known, lastTransition: { from: change.from, to: change.to, at: change.at } };
-    this.live.set(allocation.id, allocation);
-    this.emit(`allocation:${allocation.id}`, { type: 'allocation', allocation });
+    const supervised = this.supervisor?.supervisedAllocation(change.alloc.allocId);
+    if (!supervised) return;
+    const id = change.alloc.allocId;
+    const allocation = { ...allocationInfo(supervised, this.live.get(id)), lastTransition: { from: change.from, to: change.to, at: change.at } };
+    this.live.set(id, allocation);
+    this.emit(`allocation:${id}`, { type: 'allocation', allocation });
   }
 
   private onVerdict(record: VerdictRecord): void {
