@@ -180,10 +180,20 @@ function allocationInfo(supervised: SupervisedAllocation, previous: AllocationIn
     },
     clientStatus: health.view.clientStatus,
     desiredStatus: health.view.desiredStatus,
-    tasks: Object.entries(health.view.tasks).map(([name, task]) => ({ name, ...task })),
+    // Field by field: whatever else a view may come to carry is not published unasked.
+    tasks: Object.entries(health.view.tasks).map(([name, task]) => ({
+      name,
+      state: task.state,
+      failed: task.failed,
+      restarts: task.restarts,
+      startedAt: task.startedAt,
+      finishedAt: task.finishedAt,
+      hook: task.hook,
+      sidecar: task.sidecar,
+    })),
     checks: health.checks.map(({ task, service, name, status }) => ({ task, service, name, status })),
     latestStart: health.tasks.kind === 'started' ? health.tasks.latestStart : null,
-    healthyAt: verdictOrNull(health) ?? healthyAt(health),
+    healthyAt: becameHealthyAt(health) ?? healthyAt(health),
     deadlineAt: health.deadlineAt,
     checksPassingSince: health.checksPassingSince,
     rejected: health.rejected,
@@ -193,7 +203,7 @@ function allocationInfo(supervised: SupervisedAllocation, previous: AllocationIn
 }
 
 /** A healthy verdict's time is when it became healthy. */
-function verdictOrNull(health: AllocationHealthContext): number | null {
+function becameHealthyAt(health: AllocationHealthContext): number | null {
   const outcome = health.outcome;
   return outcome !== null && 'healthy' in outcome && outcome.healthy ? outcome.at : null;
 }
