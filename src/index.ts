@@ -1,0 +1,18 @@
+/**
+ * Warden's public API: everything an embedder needs, one import away. The testing kit (FakeNomad,
+ * FakeConsul, recordings) is its own entry point, `warden/testing`, so production code never loads it.
+ */
+export * from './clock/index.js';
+export * from './nomad/index.js';
+export * from './streams/index.js';
+export * from './health/index.js';
+export * from './consul/index.js';
+export * from './exec/index.js';
+export * from './supervisor/index.js';
+export { RunnerAllocationTracker, type AllocationCallbacks, type RunnerAllocationTrackerOptions } from './runners/allocationCallbacks.js';
+export * from './inspect/index.js';
+export { allocationHealthMachine } from '../machines/allocationHealth.js';
+export { evaluationMachine } from '../machines/evaluation.js';
+export { execSessionMachine } from '../machines/execSession.js';
+export { supervisorMachine } from '../machines/supervisor.js';
+export type { EvaluationOutcome } from '../machines/evaluationOutcome.js';
