@@ -49,8 +49,9 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   const consul = consulConfigWhenSet(io.env);
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
-  const nomad = new NomadClient(config, { ...io.transport, clock });
+  // First: a port in use fails the command before anything else is opened.
   const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] });
+  const nomad = new NomadClient(config, { ...io.transport, clock });
   const supervisor = createSupervisor({
     nomad,
     clock,
