@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'visualizations/', 'coverage/', 'test/fixtures/'] },
+  { ignores: ['node_modules/', 'dist/', 'visualizations/', 'coverage/', 'test/fixtures/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
