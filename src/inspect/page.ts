@@ -308,9 +308,11 @@ export const PAGE_SCRIPT = `'use strict';
   }
   const schedule = () => { if (!queued) { queued = true; requestAnimationFrame(render); } };
 
+  let socket = null;
   function connect() {
+    if (socket && socket.readyState <= WebSocket.OPEN) return;
     $('offline').hidden = true;
-    const socket = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/live');
+    socket = new WebSocket((location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/api/live');
     socket.addEventListener('message', (event) => {
       try { apply(JSON.parse(event.data)); } catch (error) { console.error('inspector: bad message', error); return; }
       schedule();
@@ -318,6 +320,9 @@ export const PAGE_SCRIPT = `'use strict';
     socket.addEventListener('close', () => { $('offline').hidden = false; });
   }
   $('reconnect').addEventListener('click', connect);
+  // Back on the page or the network: try again without being asked.
+  window.addEventListener('focus', connect);
+  window.addEventListener('online', connect);
   $('filter').addEventListener('input', schedule);
   connect();
 })();

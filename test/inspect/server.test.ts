@@ -189,3 +189,8 @@ test('a port in use, a port out of range or a host off loopback is refused with 
     await first.close();
   }
 });
+
+test('the page script compiles', () => {
+  // Compiled, not run: it needs a browser's document.
+  expect(() => new Function(PAGE_SCRIPT)).not.toThrow();
+});
