@@ -1,23 +1,64 @@
 /**
  * Decoding of one event-stream line into a frame, and type guards for the events Warden reads.
- * Unknown topics and event types pass through untouched; only a line that is not a frame at all
- * (not JSON, no Index/Events) is an error.
+ * Unknown topics and event types pass through untouched; an element of Events that is no event,
+ * or an event of a topic Warden reads whose Payload lacks that topic's object, is skipped with the
+ * reason. A line that is not a frame at all (not JSON, no Index/Events) is an error; when it still
+ * names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch says which.
  */
 import { NomadDecodeError } from './errors.js';
-import { parseNomadJsonAt, type TimestampPatch } from './json.js';
+import { parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
 import type { AllocationEvent, DeploymentEvent, EvaluationEvent, EventFrame, JobEvent, NomadEvent } from './types.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-function isEvent(value: unknown): value is NomadEvent {
-  return isRecord(value) && typeof value.Topic === 'string' && typeof value.Index === 'number' && isRecord(value.Payload);
+/** The object each topic Warden reads carries in its Payload, under the topic's own name. */
+const PAYLOAD_OBJECTS: ReadonlySet<string> = new Set(['Allocation', 'Job', 'Evaluation', 'Deployment']);
+
+/** Why `value` is not a usable event, or undefined when it is one. */
+function eventProblem(value: unknown): string | undefined {
+  if (!isRecord(value)) return 'not an object';
+  const { Topic, Payload } = value;
+  if (typeof Topic !== 'string') return 'no Topic';
+  if (typeof value.Index !== 'number') return `${Topic} event without a numeric Index`;
+  if (!isRecord(Payload)) return `${Topic} event without a Payload object`;
+  if (!PAYLOAD_OBJECTS.has(Topic)) return undefined;
+  const object = Payload[Topic];
+  if (!isRecord(object) || typeof object.ID !== 'string') return `${Topic} event whose Payload has no ${Topic} with an ID`;
+  if (Topic === 'Allocation' && typeof object.ModifyIndex !== 'number') return 'Allocation event whose allocation has no numeric ModifyIndex';
+  return undefined;
 }
 
-/** A decoded frame; `skipped` counts elements of its Events list that were not events at all. */
+/** Longest excerpt of Nomad's text kept in a skip report: enough to find it, too short to copy a payload. */
+const EXCERPT_CHARS = 80;
+
+/**
+ * Something Nomad sent that could not be used, skipped instead of stopping the stream: a whole
+ * batch line (its events are lost) or one element of a batch's Events (its neighbours are kept).
+ */
+export interface SkippedEvent {
+  /** Raft index of the batch. */
+  index: number;
+  /** Position of the element in the batch's Events; absent when the whole line was skipped. */
+  position?: number;
+  /** Why, in a few words. */
+  reason: string;
+  /** At most 80 characters of the text around the fault. */
+  excerpt: string;
+}
+
+/** A decoded frame; `skipped` counts elements of its Events list that were not usable events. */
 export interface DecodedFrame extends EventFrame {
   skipped: number;
+  /** One report per skipped element (empty when none was). */
+  problems: readonly SkippedEvent[];
+}
+
+const NO_PROBLEMS: readonly SkippedEvent[] = Object.freeze([]);
+
+function elementExcerpt(element: unknown): string {
+  return stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS);
 }
 
 /** The task or reschedule events of `holder[key]` (`{Events: [...]}`), each with its timestamp. */
@@ -63,8 +104,9 @@ function frameTimes(frame: object, patch: TimestampPatch): boolean {
 /**
  * The frame of a line, or null for a heartbeat (`{}`; Nomad's own client also treats Index 0
  * without events as one). A line that is no frame (not JSON, no Index, no Events list) throws
- * NomadDecodeError: the connection is suspect. An element of Events without Topic, Index and
- * Payload is skipped and counted, so that one bad event does not hold back its neighbours.
+ * NomadDecodeError. An element of Events without Topic, Index and Payload, or whose Payload lacks
+ * the object of its topic (Allocation, Job, Evaluation, Deployment), is skipped, counted and
+ * reported with the reason, so that one bad event does not hold back its neighbours.
  */
 export function decodeFrame(line: string): DecodedFrame | null {
   const value = parseNomadJsonAt(line, frameTimes);
@@ -75,8 +117,40 @@ export function decodeFrame(line: string): DecodedFrame | null {
     throw new NomadDecodeError('event stream frame without a valid Index', line);
   }
   if (!Array.isArray(Events)) throw new NomadDecodeError('event stream frame without an Events list', line);
-  const events = Events.filter(isEvent);
-  return { Index, Events: events, skipped: Events.length - events.length };
+  const events: NomadEvent[] = [];
+  let problems: SkippedEvent[] | undefined;
+  for (let position = 0; position < Events.length; position++) {
+    const element: unknown = Events[position];
+    const reason = eventProblem(element);
+    if (reason === undefined) events.push(element as NomadEvent);
+    else (problems ??= []).push({ index: Index, position, reason, excerpt: elementExcerpt(element) });
+  }
+  return { Index, Events: events, skipped: problems?.length ?? 0, problems: problems ?? NO_PROBLEMS };
+}
+
+/** Nomad's compact batch line: `{"Events":` … `,"Index":N}`, N without sign or leading zero. */
+const BATCH_HEAD = '{"Events":';
+const BATCH_TAIL = /,"Index":([1-9]\d{0,15})\}$/;
+const JSON_ERROR_POSITION = /at position (\d+)/;
+
+/**
+ * The skip report of a line that decodeFrame refused (`error`), when the line still names its batch:
+ * it begins and ends as Nomad writes a batch and its trailing Index is a safe integer. undefined
+ * when it does not (raw error text, a line cut short): then nothing tells which batch to skip.
+ */
+export function undecodableBatch(line: string, error: NomadDecodeError): SkippedEvent | undefined {
+  if (!line.startsWith(BATCH_HEAD)) return undefined;
+  const digits = BATCH_TAIL.exec(line.slice(-32))?.[1];
+  const index = digits === undefined ? NaN : Number(digits);
+  if (!Number.isSafeInteger(index)) return undefined;
+  return { index, reason: error.message, excerpt: lineExcerpt(line, error) };
+}
+
+/** The text around the position a JSON error names, else the start of the line. */
+export function lineExcerpt(line: string, error: NomadDecodeError): string {
+  const position = Number(JSON_ERROR_POSITION.exec(error.message)?.[1] ?? 0);
+  const start = Math.max(0, Math.min(position - EXCERPT_CHARS / 2, line.length - EXCERPT_CHARS));
+  return line.slice(start, start + EXCERPT_CHARS);
 }
 
 function hasObject<K extends string>(event: NomadEvent, topic: string, key: K, idKey = 'ID'): boolean {

@@ -3,6 +3,11 @@
  *
  * - Framing: NDJSON cut on bytes (NdjsonDecoder); `{}` heartbeats; Nomad's raw error text at the
  *   end of a broken stream becomes a NomadStreamError.
+ * - Bad input: a batch line that does not decode but names its index (`…,"Index":N}`) is skipped,
+ *   reported in a batch of its own (`skipped`), and counts as delivered, on the same connection:
+ *   reconnecting would only make Nomad send it again. An unusable event inside a batch is skipped
+ *   alone. A line that names no batch fails the connection; attempts then back off further and
+ *   further, since failures count until the stream gets past the point where it last failed.
  * - Resume: after any error or close, wait (exponential back-off with jitter, on the injected
  *   clock) and reconnect from the last index seen. Nomad answers with "the closest batch" (a
  *   batch at or below the index asked for, or its whole buffer when the index is too old), so
@@ -22,11 +27,11 @@ import { schedulerFor, systemClock } from '../clock/index.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import type { NomadClient } from './client.js';
 import { NomadDecodeError, NomadHttpError, NomadStreamError, isRetryable } from './errors.js';
-import { decodeFrame, isAllocationEvent } from './eventFrames.js';
+import { decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type DecodedFrame, type SkippedEvent } from './eventFrames.js';
 import { AllocationFreshness } from './freshness.js';
 import { NdjsonDecoder } from './ndjson.js';
 import { listWatchedAllocations, resyncScope, type ResyncScope } from './resync.js';
-import type { Allocation, AllocationEvent, EventFrame, NomadEvent } from './types.js';
+import type { Allocation, AllocationEvent, NomadEvent } from './types.js';
 
 export type StreamStatus = 'connecting' | 'resyncing' | 'streaming' | 'backingOff' | 'stopped' | 'failed';
 
@@ -34,14 +39,20 @@ export interface StreamState {
   status: StreamStatus;
   /** Index of the newest frame received (updated with each one while streaming). */
   lastIndex: number;
-  /** Connection attempts that failed in a row (0 once a connection delivers a line). */
+  /**
+   * Connection attempts that failed in a row: back to 0 once a connection gets past the index where
+   * the last one failed, or stays up for a heartbeat interval (so a line that fails every time keeps
+   * the back-off growing).
+   */
   failures: number;
   /** While backing off: the clock time of the next attempt. */
   retryAt?: number;
   /** The error behind the last failure (its message never holds the token). */
   error?: Error;
-  /** Elements of Events lists that were not events (no Topic, Index or Payload), skipped so far. */
+  /** Elements of Events lists that were not usable events, skipped so far (each reported once). */
   skippedEvents: number;
+  /** Whole batch lines that did not decode, skipped so far (each reported once). */
+  skippedBatches: number;
 }
 
 export interface EventBatch {
@@ -50,6 +61,8 @@ export interface EventBatch {
   events: NomadEvent[];
   /** true for the synthetic allocation updates of a reconnect's listing. */
   resync: boolean;
+  /** What Nomad sent at this index that could not be used and was skipped (first time seen only). */
+  skipped?: readonly SkippedEvent[];
 }
 
 export interface EventStreamOptions {
@@ -81,17 +94,26 @@ export interface NomadEventStream {
 
 const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 
+/** Skips remembered so that a batch Nomad sends again (after a reconnect, twice) is reported once. */
+const REMEMBERED_SKIPS = 256;
+
 /** The per-stream memory that survives reconnects: what was delivered. */
 class StreamSession {
   lastIndex = 0;
   failures = 0;
   skippedEvents = 0;
+  skippedBatches = 0;
   /** Frames below the index the caller asked to start from are not theirs (closest-batch replay). */
   private readonly startIndex: number;
   private needsResync: boolean;
   private readonly freshness = new AllocationFreshness();
   /** Events other than allocation updates delivered at lastIndex (one index can span frames). */
   private readonly deliveredAtLast = new Set<string>();
+  /** The latest skips reported (`index/position`), oldest first. */
+  private readonly reportedSkips = new Set<string>();
+  /** The connection has shown it is healthy (see StreamState.failures). */
+  private healthy = false;
+  private linesThisConnection = 0;
   private readonly scope: ResyncScope;
   readonly state: BehaviorSubject<StreamState>;
 
@@ -103,11 +125,12 @@ class StreamSession {
     this.startIndex = options.index ?? 0;
     this.needsResync = options.resyncOnStart ?? false;
     this.scope = resyncScope(options.topics);
-    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: 0, failures: 0, skippedEvents: 0 });
+    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: 0, failures: 0, skippedEvents: 0, skippedBatches: 0 });
   }
 
   setStatus(status: StreamStatus, extra: Partial<StreamState> = {}): void {
-    this.state.next({ status, lastIndex: this.lastIndex, failures: this.failures, skippedEvents: this.skippedEvents, ...extra });
+    const { lastIndex, failures, skippedEvents, skippedBatches } = this;
+    this.state.next({ status, lastIndex, failures, skippedEvents, skippedBatches, ...extra });
   }
 
   /** One connection: never completes; fails (to be retried) when the stream breaks or ends. */
@@ -137,6 +160,8 @@ class StreamSession {
 
   private async pump(connection: AbortController, deliver: (batch: EventBatch) => void): Promise<void> {
     this.setStatus('connecting');
+    this.healthy = false;
+    this.linesThisConnection = 0;
     // From the last index itself, not the next: Nomad can split one raft index over two frames (a
     // registration's Job, then its Evaluation), and a cut between them must not lose the second.
     const index = this.lastIndex > 0 ? this.lastIndex : this.startIndex;
@@ -184,39 +209,77 @@ class StreamSession {
   }
 
   private handleLine(line: string, deliver: (batch: EventBatch) => void): void {
+    this.linesThisConnection++;
     let frame;
     try {
       frame = decodeFrame(line);
     } catch (error) {
-      // Nomad 1.x appends its error text raw before closing; a proxy may add a newline to it.
-      if (error instanceof NomadDecodeError && !line.startsWith('{')) throw endOfStream(line);
-      throw error;
+      if (!(error instanceof NomadDecodeError)) throw error;
+      const skipped = undecodableBatch(line, error);
+      if (skipped === undefined) throw unusableLine(line, error);
+      this.skipBatch(skipped, deliver);
+      return;
     }
+    // A heartbeat after the first line: this connection has stayed up for a heartbeat interval.
+    if (frame === null) {
+      if (this.linesThisConnection > 1) this.markHealthy();
+      return;
+    }
+    this.deliverFrame(frame, deliver);
+  }
+
+  /** Resets the failure count, once per connection. */
+  private markHealthy(): void {
+    if (this.healthy) return;
+    this.healthy = true;
     if (this.failures > 0) {
       this.failures = 0;
       this.setStatus('streaming');
     }
-    if (frame === null) return;
-    this.skippedEvents += frame.skipped;
-    this.deliverFrame(frame, deliver);
   }
 
-  private deliverFrame(frame: EventFrame, deliver: (batch: EventBatch) => void): void {
+  /** Moves lastIndex up to `index` (a newer frame): the connection got past where it last failed. */
+  private advanceTo(index: number): void {
+    if (index <= this.lastIndex) return;
+    this.lastIndex = index;
+    this.deliveredAtLast.clear();
+    this.markHealthy();
+    this.setStatus('streaming');
+  }
+
+  /** True the first time a skip is seen at or above the start index (Nomad may send a batch again). */
+  private firstReport(skipped: SkippedEvent): boolean {
+    if (skipped.index < this.startIndex) return false;
+    const key = `${skipped.index}/${skipped.position ?? 'batch'}`;
+    if (this.reportedSkips.has(key)) return false;
+    this.reportedSkips.add(key);
+    if (this.reportedSkips.size > REMEMBERED_SKIPS) this.reportedSkips.delete(this.reportedSkips.values().next().value as string);
+    return true;
+  }
+
+  /** An undecodable batch: reported once and counted as delivered, so resume and dedup pass it. */
+  private skipBatch(skipped: SkippedEvent, deliver: (batch: EventBatch) => void): void {
+    const first = this.firstReport(skipped);
+    if (first) this.skippedBatches++;
+    this.advanceTo(skipped.index);
+    if (first) deliver({ index: skipped.index, events: [], resync: false, skipped: [skipped] });
+  }
+
+  private deliverFrame(frame: DecodedFrame, deliver: (batch: EventBatch) => void): void {
     // A frame below the last index (Nomad's closest-batch replay, a repeat) is old news for every
     // topic; at the last index only the events not yet delivered at that index are new. Allocation
     // updates are judged on their own ModifyIndex instead: in a replay they are old too, but a
     // frame that arrives out of order can still hold the newest version.
     if (frame.Index < this.startIndex) return;
-    if (frame.Index > this.lastIndex) {
-      this.lastIndex = frame.Index;
-      this.deliveredAtLast.clear();
-      this.setStatus('streaming');
-    }
+    this.advanceTo(frame.Index);
     const current = frame.Index === this.lastIndex;
     const events = frame.Events.filter((event) =>
       isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : current && this.firstAtLast(event),
     );
-    if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+    const skipped = frame.skipped === 0 ? frame.problems : frame.problems.filter((problem) => this.firstReport(problem));
+    this.skippedEvents += skipped.length;
+    if (skipped.length > 0) deliver({ index: frame.Index, events, resync: false, skipped });
+    else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
   }
 
   /** True the first time this event is seen at the last index. */
@@ -244,6 +307,15 @@ class StreamSession {
     const events = listing.allocations.filter((allocation) => this.admit(allocation)).map(resyncEvent);
     return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
   }
+}
+
+/**
+ * A line that names no batch to skip. Nomad 1.x appends its error text raw before closing (a proxy
+ * may add a newline to it); anything else is a batch that cannot even be placed.
+ */
+function unusableLine(line: string, error: NomadDecodeError): NomadStreamError {
+  if (!line.startsWith('{')) return endOfStream(line);
+  return new NomadStreamError('malformed', `undecodable event stream line naming no batch index to skip: ${error.message} (near ${JSON.stringify(lineExcerpt(line, error))})`);
 }
 
 function endOfStream(rest: string): NomadStreamError {

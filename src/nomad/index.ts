@@ -16,7 +16,16 @@ export { type NomadResponse, type NomadStreamResponse, type NomadTransportOption
 export { type QueryOptions, type RegisterJobOptions, type ParseJobOptions, type JobVersions, NomadClient } from './client.js';
 export { type IndexedQuery, type WatchQueryOptions, nextQueryIndex, watchQuery } from './blockingQuery.js';
 export { type BackoffOptions, backoffDelay } from './backoff.js';
-export { type DecodedFrame, decodeFrame, isAllocationEvent, isJobEvent, isEvaluationEvent, isDeploymentEvent } from './eventFrames.js';
+export {
+  type DecodedFrame,
+  type SkippedEvent,
+  decodeFrame,
+  undecodableBatch,
+  isAllocationEvent,
+  isJobEvent,
+  isEvaluationEvent,
+  isDeploymentEvent,
+} from './eventFrames.js';
 export {
   type EventBatch,
   type EventStreamOptions,

@@ -1,7 +1,7 @@
 import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, type Observable } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import type { NomadClient } from '../nomad/client.js';
-import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent } from '../nomad/eventFrames.js';
+import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type SkippedEvent } from '../nomad/eventFrames.js';
 import { nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
 import type { NomadEvent } from '../nomad/types.js';
 import type { SupervisorInput } from './inputs.js';
@@ -27,14 +27,21 @@ function toInput(event: NomadEvent, index: number): SupervisorInput | undefined 
   if (isEvaluationEvent(event)) return { kind: 'evaluation', evaluation: event.Payload.Evaluation, index };
   if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
   if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index };
-  // A known topic whose payload lacks its object is malformed; other topics are not ours.
-  if (event.Topic in TOPIC_ORDER) return { kind: 'problem', problem: 'bad-payload', message: `${event.Topic} event ${event.Type} without a readable payload skipped`, index };
+  // Other topics are not ours (the stream has already skipped events of ours without their object).
   return undefined;
+}
+
+/** What the stream skipped, in the supervisor's words: the batch or the event, why, and where. */
+function skippedInput(skipped: SkippedEvent): SupervisorInput {
+  const what = skipped.position === undefined ? `event stream batch ${skipped.index}` : `event ${skipped.position} of event stream batch ${skipped.index}`;
+  const message = `${what} could not be decoded and was skipped: ${skipped.reason} (near ${JSON.stringify(skipped.excerpt)})`;
+  return { kind: 'problem', problem: 'bad-payload', message, index: skipped.index };
 }
 
 function batchInputs(batch: EventBatch): SupervisorInput[] {
   const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
-  return events.map((event) => toInput(event, batch.index)).filter((input): input is SupervisorInput => input !== undefined);
+  const inputs = events.map((event) => toInput(event, batch.index)).filter((input): input is SupervisorInput => input !== undefined);
+  return batch.skipped === undefined ? inputs : [...batch.skipped.map(skippedInput), ...inputs];
 }
 
 /** All streams streaming → streaming; otherwise the state of the first that is not. */

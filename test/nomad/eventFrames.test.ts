@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeFrame, isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent } from '../../src/nomad/eventFrames.js';
+import { decodeFrame, isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, undecodableBatch } from '../../src/nomad/eventFrames.js';
 import { NomadDecodeError } from '../../src/nomad/errors.js';
 import { parseNomadJson } from '../../src/nomad/json.js';
 
@@ -55,9 +55,35 @@ describe('decodeFrame', () => {
     expect(frame?.Events.map((e) => e.Key)).toEqual(['web']);
   });
 
-  it('does not take an allocation event without an allocation for one', () => {
-    const frame = decodeFrame('{"Index":4,"Events":[{"Topic":"Allocation","Type":"X","Key":"a","Namespace":"default","FilterKeys":null,"Index":4,"Payload":{}}]}');
-    expect(isAllocationEvent(frame!.Events[0]!)).toBe(false);
+  it('skips an event of a topic Warden reads whose Payload lacks that object, with the reason, keeping its neighbours', () => {
+    const event = (topic: string, payload: string): string =>
+      `{"Topic":"${topic}","Type":"X","Key":"k","Namespace":"default","FilterKeys":null,"Index":4,"Payload":${payload}}`;
+    const frame = decodeFrame(
+      `{"Index":4,"Events":[${[
+        event('Allocation', '{}'),
+        event('Allocation', '{"Allocation":{"ID":"a","ModifyIndex":"4"}}'),
+        event('Job', '{"Job":"web"}'),
+        event('Evaluation', '{"Evaluation":{"ID":7}}'),
+        event('Deployment', '[]'),
+        event('Node', '{"Node":"n1"}'),
+        event('Allocation', '{"Allocation":{"ID":"b","ModifyIndex":4}}'),
+      ].join(',')}]}`,
+    )!;
+    expect(frame.Events.map((e) => `${e.Topic}`)).toEqual(['Node', 'Allocation']);
+    expect(isAllocationEvent(frame.Events[1]!)).toBe(true);
+    expect(frame.skipped).toBe(5);
+    expect(frame.problems.map((p) => [p.index, p.position])).toEqual([[4, 0], [4, 1], [4, 2], [4, 3], [4, 4]]);
+    expect(frame.problems.map((p) => p.reason)).toEqual([
+      'Allocation event whose Payload has no Allocation with an ID',
+      'Allocation event whose allocation has no numeric ModifyIndex',
+      'Job event whose Payload has no Job with an ID',
+      'Evaluation event whose Payload has no Evaluation with an ID',
+      'Deployment event without a Payload object',
+    ]);
+    for (const problem of frame.problems) {
+      expect(problem.excerpt.length).toBeLessThanOrEqual(80);
+      expect(problem.excerpt.startsWith('{"Topic":')).toBe(true);
+    }
   });
 });
 
@@ -115,5 +141,53 @@ describe('decodeFrame timestamps', () => {
     expect(structOrder).toMatchObject({ CreateTime: BigInt(late), ModifyTime: BigInt(late), TaskStates: { main: { Events: [{ Time: BigInt(early) }] } } });
     expect(integerTasks).toMatchObject({ TaskStates: { b: { Events: [{ Time: BigInt(late) }] }, 10: { Events: [{ Time: BigInt(early) }] } } });
     expect(elsewhere).toMatchObject({ Metrics: { Sample: { CreateTime: BigInt(late) } }, TaskStates: { main: { Events: [{ Time: BigInt(early) }] } } });
+  });
+});
+
+describe('undecodableBatch: the index of a batch line that does not decode, only when Nomad\'s own form names it', () => {
+  const refused = (line: string): NomadDecodeError => {
+    try {
+      decodeFrame(line);
+    } catch (error) {
+      if (error instanceof NomadDecodeError) return error;
+      throw error;
+    }
+    throw new Error(`decoded: ${line}`);
+  };
+  const skip = (line: string) => undecodableBatch(line, refused(line));
+  const good = raws.find((raw) => raw.length > 2_000)!;
+  const index = (JSON.parse(good) as { Index: number }).Index;
+
+  it('recovers N from a corrupt recorded batch, with the JSON error and the text around it', () => {
+    const at = Math.floor(good.length / 2);
+    const corrupt = `${good.slice(0, at)}\u0000garbage${good.slice(at)}`;
+    const skipped = skip(corrupt)!;
+    expect(skipped).toMatchObject({ index, reason: expect.stringMatching(/^malformed JSON/) });
+    expect(skipped.position).toBeUndefined();
+    expect(skipped.excerpt.length).toBeLessThanOrEqual(80);
+    expect(skipped.excerpt).toContain('garbage');
+  });
+
+  it('recovers N from a line that parses but is no frame', () => {
+    expect(skip('{"Events":null,"Index":12}')).toMatchObject({ index: 12, reason: 'event stream frame without an Events list' });
+    expect(skip('{"Events":{"a":1},"Index":9007199254740991}')?.index).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
+  it('names no batch for raw error text, a line cut short, another shape, or an index that is not a plain safe integer', () => {
+    for (const line of [
+      'rpc error: EOF',
+      'subscription closed by server, client should resubscribe',
+      good.slice(0, good.length - 10),
+      `${good.slice(0, -1)}`,
+      '{"Index":5,"Events":[{]}',
+      '{"Events":[{]}],"Index":05}',
+      '{"Events":[{]}],"Index":-5}',
+      '{"Events":[{]}],"Index":5.0}',
+      '{"Events":[{]}],"Index":9007199254740993}',
+      '{"Events":[{]}],"Index":"5"}',
+      '{"Events":[{]}],"Index":5} ',
+    ]) {
+      expect(skip(line)).toBeUndefined();
+    }
   });
 });

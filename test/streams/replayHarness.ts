@@ -10,6 +10,7 @@ import { decodeFrame, isAllocationEvent } from '../../src/nomad/eventFrames.js';
 import { nomadEventStream, type EventBatch, type EventStreamOptions, type StreamState } from '../../src/nomad/eventStream.js';
 import type { Allocation, NomadEvent } from '../../src/nomad/types.js';
 import { FakeNomad, type FakeNomadOptions } from '../../src/testing/fakeNomad.js';
+import type { ReplayOptions } from '../../src/testing/nomad/replay.js';
 import { isHeartbeatLine, readScenario, type Scenario } from '../../src/testing/recording.js';
 import { fixtures, until } from '../nomad/support.js';
 
@@ -99,7 +100,7 @@ export async function replayThroughStream(
   setup: (fake: FakeNomad) => void = () => undefined,
   options: Partial<EventStreamOptions> = {},
   fakeOptions: Omit<FakeNomadOptions, 'clock'> = {},
-  { waitFor = 'lastIndex' }: { waitFor?: 'lastIndex' | 'replay' } = {},
+  { waitFor = 'lastIndex', replay = {} }: { waitFor?: 'lastIndex' | 'replay'; replay?: ReplayOptions } = {},
 ): Promise<ReplayRun> {
   const clock = new VirtualClock({ start: 1_795_971_900_000 });
   const fake = await FakeNomad.start({ ...fakeOptions, clock });
@@ -139,7 +140,7 @@ export async function replayThroughStream(
   });
   try {
     let replayed = false;
-    void fake.replay(recorded.stream, { fromIndex: firstIndex(recorded) }).done.then(() => (replayed = true));
+    void fake.replay(recorded.stream, { fromIndex: firstIndex(recorded), ...replay }).done.then(() => (replayed = true));
     const last = lastRecordedIndex(recorded);
     await until(
       clock,

@@ -5,6 +5,7 @@
  */
 import type { Clock, TimerHandle } from '../../clock/index.js';
 import { parseNomadJson } from '../../nomad/json.js';
+import { stringifyLossless } from '../losslessJson.js';
 import { isHeartbeatLine, type RecordedLine } from '../recording.js';
 import type { ClusterState } from './clusterState.js';
 import type { StreamEvent } from './eventBroker.js';
@@ -12,10 +13,20 @@ import type { StreamEvent } from './eventBroker.js';
 /** Changes or drops (null) one recorded event before it is applied and published. */
 export type ReplayTransform = (event: StreamEvent) => StreamEvent | null;
 
+/** Rewrites the stream line of a batch, given its Index: how a test scripts a corrupt line. */
+export type LineRewrite = (line: string, index: number) => string;
+
 export interface ReplayOptions {
   transform?: ReplayTransform;
   /** Skip lines whose batch Index is below this (a recording's stale first line). */
   fromIndex?: number;
+  /**
+   * The line streams serve for each batch (return it unchanged to leave it), while the cluster
+   * state still takes the batch's events: a bad line stays in the event buffer, as in a Nomad that
+   * sent one, and is served again on every replay. Subscriptions that filter out some of the
+   * batch's events get a clean line of the rest.
+   */
+  rewriteLine?: LineRewrite;
 }
 
 /** Raised for a recorded line that is neither a heartbeat nor a `{Events, Index}` batch. */
@@ -44,9 +55,11 @@ function toBatch(line: RecordedLine, options: ReplayOptions): { Index: number; E
   if (typeof batch.Index !== 'number' || !Array.isArray(batch.Events)) throw new ReplayLineError(line, 'no Index/Events');
   if (options.fromIndex !== undefined && batch.Index < options.fromIndex) return undefined;
   const events = batch.Events as StreamEvent[];
-  if (options.transform === undefined) return { Index: batch.Index, Events: events, raw: line.raw };
-  const transformed = events.map((e) => options.transform!(e)).filter((e): e is StreamEvent => e !== null);
-  return { Index: batch.Index, Events: transformed };
+  const { transform, rewriteLine } = options;
+  const transformed = transform === undefined ? events : events.map((e) => transform(e)).filter((e): e is StreamEvent => e !== null);
+  const raw = transform === undefined ? line.raw : undefined;
+  if (rewriteLine === undefined) return { Index: batch.Index, Events: transformed, ...(raw === undefined ? {} : { raw }) };
+  return { Index: batch.Index, Events: transformed, raw: rewriteLine(raw ?? stringifyLossless({ Events: transformed, Index: batch.Index }), batch.Index) };
 }
 
 /** Applies every data line now, in order (state preparation). */
