@@ -31,7 +31,7 @@ function eventProblem(value: unknown): string | undefined {
 }
 
 /** Longest excerpt of Nomad's text kept in a skip report: enough to find it, too short to copy a payload. */
-const EXCERPT_CHARS = 80;
+const EXCERPT_CHARS = 120;
 
 /**
  * Something Nomad sent that could not be used, skipped instead of stopping the stream: a whole
@@ -44,7 +44,7 @@ export interface SkippedEvent {
   position?: number;
   /** Why, in a few words. */
   reason: string;
-  /** At most 80 characters of the text around the fault. */
+  /** At most 120 characters: the text around the fault, or the event's Topic, Type, Key and Payload. */
   excerpt: string;
 }
 
@@ -57,8 +57,12 @@ export interface DecodedFrame extends EventFrame {
 
 const NO_PROBLEMS: readonly SkippedEvent[] = Object.freeze([]);
 
+/** The element's Topic, Type and Key, then the start of its Payload: which event it was, and why. */
 function elementExcerpt(element: unknown): string {
-  return stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS);
+  if (!isRecord(element)) return stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS);
+  const identity = [element.Topic, element.Type, element.Key].filter((part) => typeof part === 'string').join(' ');
+  const payload = stringifyNomadJson(element.Payload ?? null);
+  return (identity === '' ? payload : `${identity}: ${payload}`).slice(0, EXCERPT_CHARS);
 }
 
 /** The task or reschedule events of `holder[key]` (`{Events: [...]}`), each with its timestamp. */
