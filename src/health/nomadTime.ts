@@ -38,9 +38,17 @@ export function isNanoTime(value: unknown): value is bigint | number {
   return typeof value === 'bigint' ? value > 0n : typeof value === 'number' && Number.isInteger(value) && value > 0;
 }
 
+/**
+ * Nanoseconds (a Go int64: exact bigint from Warden's decoder, or a number) → milliseconds. A bigint
+ * is cut to whole milliseconds, so two values in the same millisecond compare equal.
+ */
+export function nanoTimeToMs(nanoseconds: bigint | number): number {
+  return typeof nanoseconds === 'bigint' ? Number(nanoseconds / 1_000_000n) : nanoseconds / 1e6;
+}
+
 /** A Go time.Duration in JSON (integer nanoseconds) → milliseconds, or null when it is not one. */
 export function durationMs(nanoseconds: unknown): number | null {
-  if (typeof nanoseconds === 'bigint') return nanoseconds >= 0n ? Number(nanoseconds / 1_000_000n) : null;
+  if (typeof nanoseconds === 'bigint') return nanoseconds >= 0n ? nanoTimeToMs(nanoseconds) : null;
   if (typeof nanoseconds !== 'number' || !Number.isInteger(nanoseconds) || nanoseconds < 0) return null;
-  return nanoseconds / 1_000_000;
+  return nanoTimeToMs(nanoseconds);
 }

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock/index.js';
-import type { Allocation, NanoTime } from '../nomad/types.js';
+import { nanoTimeToMs } from '../health/nomadTime.js';
+import type { Allocation } from '../nomad/types.js';
 
 /**
  * The allocation callbacks a runner manager (a code-execution service keeping a pool of runner
@@ -35,13 +36,8 @@ interface Followed {
   announced: boolean;
 }
 
-/** Epoch milliseconds of a Nomad nanosecond time (exact bigint or rounded number). */
-export function nanoTimeToMs(time: NanoTime): number {
-  return typeof time === 'bigint' ? Number(time / 1_000_000n) : time / 1e6;
-}
-
 /** The display message of the task event that failed the allocation, in Nomad's words. */
-export function failureMessage(alloc: Allocation): string {
+function failureMessage(alloc: Allocation): string {
   const tasks = Object.entries(alloc.TaskStates ?? {}).sort(([a], [b]) => a.localeCompare(b));
   for (const [task, state] of tasks) {
     const failing = state.Events?.find((event) => event.FailsTask);
