@@ -1,0 +1,74 @@
+/**
+ * A payload that does not parse is reported with its index and skipped; the supervisor keeps
+ * running. FakeNomad replays a recording with one batch line corrupted (or one event of a batch
+ * emptied), kept in its event buffer as a Nomad that sent it would; the whole supervisor follows
+ * over loopback on a VirtualClock.
+ */
+import type { LogFields, Logger } from '../../src/supervisor/logger.js';
+import { parseLossless, stringifyLossless } from '../../src/testing/losslessJson.js';
+import type { LineRewrite } from '../../src/testing/nomad/replay.js';
+import { replayScenario } from '../health/support/replayScenario.js';
+import { driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict } from './support/harness.js';
+
+interface Warning {
+  message: string;
+  fields: LogFields | undefined;
+}
+
+async function follow(name: string, rewriteLine: LineRewrite) {
+  const scenario = loadScenario(name);
+  const warnings: Warning[] = [];
+  const ignore = (): void => undefined;
+  const logger: Logger = { debug: ignore, info: ignore, error: ignore, warn: (message, fields) => warnings.push({ message, fields }) };
+  let streamRequests = 0;
+  const harness = await startHarness(scenario.opened, { logger }, (fake) =>
+    fake.server.on('request', (req: { url?: string }) => void (req.url?.startsWith('/v1/event/stream') && streamRequests++)),
+  );
+  harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario), rewriteLine });
+  await driveTo(harness.clock, scenario.closed + 1_000);
+  return { harness, warnings, streamRequests: () => streamRequests };
+}
+
+/** A rolling update's batch of three allocations turning running, which the next batch repeats. */
+const ROLLING_BAD_INDEX = 143;
+
+describe('the supervisor over a stream with a corrupt batch', () => {
+  it('reports one bad-payload problem with the index, logs it, stays connected and reaches every verdict', async () => {
+    const { harness, warnings, streamRequests } = await follow('rolling_update', (line, index) =>
+      index === ROLLING_BAD_INDEX ? `${line.slice(0, 500)}\u0007<<garbage>>${line.slice(500)}` : line,
+    );
+    try {
+      const bad = harness.problems.filter((p) => p.kind === 'bad-payload');
+      expect(bad).toEqual([{ kind: 'bad-payload', index: ROLLING_BAD_INDEX, message: expect.stringMatching(/^event stream batch 143 could not be decoded and was skipped: malformed JSON.*garbage/) }]);
+      expect(harness.problems.filter((p) => p.kind !== 'bad-payload' && p.kind !== 'job-unavailable')).toEqual([]);
+      expect(warnings.filter((w) => w.fields?.kind === 'bad-payload')).toEqual([{ message: bad[0]!.message, fields: { kind: 'bad-payload', index: ROLLING_BAD_INDEX } }]);
+      expect(warnings.filter((w) => /connection lost/.test(w.message))).toEqual([]);
+      expect(streamRequests()).toBe(1);
+      // It kept judging: every allocation of the rolling update, with the outcome it gets without the fault.
+      const direct = replayScenario('rolling_update').allocations;
+      expect(harness.verdicts).toHaveLength(6);
+      for (const record of harness.verdicts) expect(record.outcome).toEqual(direct.get(record.alloc.allocId)?.outcome);
+      expect(harness.supervisor.supervised).toBe(0);
+    } finally {
+      await harness.close();
+    }
+  });
+
+  it('reports an event without its allocation with the batch index, and judges the rest of that batch', async () => {
+    // failed_task's placement batch: the one allocation is kept, its Job event loses its job.
+    const { harness } = await follow('failed_task', (line, index) => {
+      if (index !== 42) return line;
+      const batch = parseLossless(line) as { Events: { Topic: string; Payload: unknown }[] };
+      const job = batch.Events.find((e) => e.Topic === 'Job')!;
+      job.Payload = { Job: null };
+      return stringifyLossless(batch);
+    });
+    try {
+      const bad = harness.problems.filter((p) => p.kind === 'bad-payload');
+      expect(bad).toEqual([{ kind: 'bad-payload', index: 42, message: expect.stringMatching(/^event \d of event stream batch 42 could not be decoded and was skipped: Job event whose Payload has no Job with an ID \(near "Job PlanResult failed-task: \{\\"Job\\":null\}"\)$/) }]);
+      expect(harness.verdicts.map((v) => v.outcome)).toEqual([expect.objectContaining({ healthy: false, reasons: { main: 'Unhealthy because of failed task' } })]);
+    } finally {
+      await harness.close();
+    }
+  });
+});
