@@ -10,8 +10,7 @@
  * query per service; /v1/agent/checks (what Nomad's client polls) covers one agent and cannot block.
  */
 import { map, share, type Observable } from 'rxjs';
-import type { Clock } from '../clock/index.js';
-import { systemClock } from '../clock/index.js';
+import { systemClock, type Clock } from '../clock/index.js';
 import type { BackoffOptions } from '../nomad/backoff.js';
 import { watchQuery } from '../nomad/blockingQuery.js';
 import { NomadTransport, type NomadResponse } from '../nomad/transport.js';
@@ -133,7 +132,7 @@ export class ConsulClient {
     const waitMs = options.waitMs ?? DEFAULT_WAIT_MS;
     const query = (index: number, signal: AbortSignal): Promise<ConsulResponse<ConsulHealthCheck[]>> =>
       this.healthChecks({ index, waitMs, signal }).catch((error: unknown) => {
-        if (isConsulError(error)) options.onError?.(error as ConsulError);
+        if (isConsulError(error)) options.onError?.(error);
         throw error;
       });
     return watchQuery(query, {

@@ -67,6 +67,6 @@ export function consulErrorFrom(error: unknown, method: string, path: string): u
  * A supervisor's Consul source keeps trying through every Consul failure, ACL refusals included
  * (a token may be granted later): health must not go blind for good because of one bad answer.
  */
-export function isConsulError(error: unknown): boolean {
+export function isConsulError(error: unknown): error is ConsulError {
   return error instanceof ConsulError;
 }
