@@ -3,10 +3,14 @@
  * from the network), so a malformed one must be recorded as rejected, never thrown out of a transition.
  * Each function returns why the value is unusable, or null when it is fine.
  */
-const TASK_STATES: ReadonlySet<unknown> = new Set(['pending', 'running', 'dead']);
+import type { CheckOnUpdate, CheckStatus, TaskRunState } from './allocationHealthTypes.js';
+
+/** The values of TaskRunState, for whoever reads task states from outside (the adapters too). */
+export const TASK_RUN_STATES: ReadonlySet<unknown> = new Set<TaskRunState>(['pending', 'running', 'dead']);
 const HOOKS: ReadonlySet<unknown> = new Set([null, 'prestart', 'poststart', 'poststop']);
-const CHECK_STATUSES: ReadonlySet<unknown> = new Set(['passing', 'warning', 'critical']);
-const ON_UPDATES: ReadonlySet<unknown> = new Set(['require_healthy', 'ignore_warnings', 'ignore']);
+const CHECK_STATUSES: ReadonlySet<unknown> = new Set<CheckStatus>(['passing', 'warning', 'critical']);
+/** The values of CheckOnUpdate (a check's on_update). */
+export const CHECK_ON_UPDATES: ReadonlySet<unknown> = new Set<CheckOnUpdate>(['require_healthy', 'ignore_warnings', 'ignore']);
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -32,7 +36,7 @@ export function watchingSinceProblem(since: unknown, now: number): string | null
 
 function taskProblem(name: string, task: unknown): string | null {
   if (!isRecord(task)) return `task ${name}: not an object`;
-  if (!TASK_STATES.has(task.state)) return `task ${name}: unknown state ${String(task.state)}`;
+  if (!TASK_RUN_STATES.has(task.state)) return `task ${name}: unknown state ${String(task.state)}`;
   if (typeof task.failed !== 'boolean') return `task ${name}: failed is not a boolean`;
   if (typeof task.restarts !== 'number') return `task ${name}: restarts is not a number`;
   if (!isTimeOrNull(task.startedAt)) return `task ${name}: startedAt is not a time`;
@@ -75,7 +79,7 @@ export function healthPolicyProblem(policy: unknown): string | null {
   if (typeof policy.completedTasksAreHealthy !== 'boolean') return 'health policy: completedTasksAreHealthy is not a boolean';
   if (!Array.isArray(policy.expectedChecks)) return 'health policy: expectedChecks is not an array';
   for (const check of policy.expectedChecks as unknown[]) {
-    if (!isRecord(check) || typeof check.name !== 'string' || !ON_UPDATES.has(check.onUpdate)) {
+    if (!isRecord(check) || typeof check.name !== 'string' || !CHECK_ON_UPDATES.has(check.onUpdate)) {
       return 'health policy: an expected check has no name or an unknown on_update';
     }
   }

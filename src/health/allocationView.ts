@@ -5,7 +5,8 @@
  * Malformed parts never throw: each is reported as a problem and read in the safest way
  * (an unknown task is ignored, an unreadable time is unknown, an unknown state is pending).
  */
-import type { AllocationView, TaskRunState, TaskView } from '../../machines/allocationHealthTypes.js';
+import { TASK_RUN_STATES } from '../../machines/allocationHealthInput.js';
+import type { AllocationView, TaskView } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, NanoTime, TaskGroup, TaskState } from '../nomad/types.js';
 import { isNanoTime, parseNanoTime, parseNomadTime } from './nomadTime.js';
 
@@ -21,8 +22,6 @@ export interface AllocationViewResult {
   readonly problems: readonly string[];
 }
 
-const RUN_STATES: ReadonlySet<unknown> = new Set<TaskRunState>(['pending', 'running', 'dead']);
-
 function readTime(task: string, field: string, value: unknown, problems: string[]): number | null {
   const parsed = parseNomadTime(value);
   if (parsed.ok) return parsed.ms;
@@ -37,9 +36,9 @@ function taskView(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle
   if (state === undefined || state === null) {
     return { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null, ...known };
   }
-  if (!RUN_STATES.has(state.State)) problems.push(`task ${name}: unknown state ${JSON.stringify(state.State)}, treated as pending`);
+  if (!TASK_RUN_STATES.has(state.State)) problems.push(`task ${name}: unknown state ${JSON.stringify(state.State)}, treated as pending`);
   return {
-    state: RUN_STATES.has(state.State) ? state.State : 'pending',
+    state: TASK_RUN_STATES.has(state.State) ? state.State : 'pending',
     failed: state.Failed === true,
     restarts: typeof state.Restarts === 'number' ? state.Restarts : 0,
     startedAt: readTime(name, 'StartedAt', state.StartedAt, problems),

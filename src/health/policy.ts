@@ -3,6 +3,7 @@
  * (client/allocrunner/health_hook.go newAllocHealthWatcherHook, init and getHealthParams), plus an
  * opt-in policy for the allocations Nomad does not watch.
  */
+import { CHECK_ON_UPDATES } from '../../machines/allocationHealthInput.js';
 import type { CheckOnUpdate, ExpectedCheck, HealthPolicy } from '../../machines/allocationHealthTypes.js';
 import type { Job, MigrateStrategy, Service, TaskGroup, UpdateStrategy } from '../nomad/types.js';
 import { HealthPolicyError } from './errors.js';
@@ -32,11 +33,10 @@ export type HealthPolicyDecision =
 const MIGRATE_DEFAULTS = { HealthCheck: 'checks', MinHealthyTime: 10_000_000_000, HealthyDeadline: 300_000_000_000 } as const;
 /** Jobs whose tasks are meant to finish. */
 const BATCH_TYPES: ReadonlySet<string> = new Set(['batch', 'sysbatch']);
-const ON_UPDATES: ReadonlySet<unknown> = new Set<CheckOnUpdate>(['require_healthy', 'ignore_warnings', 'ignore']);
 
 function onUpdateOf(subject: string, value: unknown, inherited: CheckOnUpdate): CheckOnUpdate {
   if (value === undefined || value === null || value === '') return inherited;
-  if (!ON_UPDATES.has(value)) throw new HealthPolicyError(subject, `unknown on_update ${JSON.stringify(value)}`);
+  if (!CHECK_ON_UPDATES.has(value)) throw new HealthPolicyError(subject, `unknown on_update ${JSON.stringify(value)}`);
   return value as CheckOnUpdate;
 }
 
