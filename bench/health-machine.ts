@@ -15,7 +15,6 @@
  *
  *   npx tsx bench/health-machine.ts [--allocations 100000]
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createActor, type Actor } from 'xstate';
@@ -24,6 +23,7 @@ import type { AllocationView, HealthPolicy, TaskView } from '../machines/allocat
 import { VirtualClock } from '../src/clock/index.js';
 import { HealthRegistry, allocationView, healthPolicyFor } from '../src/health/index.js';
 import { parseNomadJson } from '../src/nomad/json.js';
+import { readScenario } from '../src/testing/recording.js';
 import type { Allocation, Job, TaskGroup } from '../src/nomad/types.js';
 import { heapUsed } from './support/heap.js';
 
@@ -34,15 +34,15 @@ const ACTOR_BASELINE = Math.min(ALLOCATIONS, 20_000);
 
 
 // ---- the recorded events: one allocation's "task pending" and "task running" updates ----
-const stream = readFileSync(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs', 'stream.jsonl'), 'utf8');
+const scenario = readScenario(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs'));
 interface RecordedEvent {
   Topic: string;
   Type: string;
   Payload: { Allocation?: { ID: string; TaskStates?: Record<string, { State: string }> | null } };
 }
 const recorded = new Map<string, Map<string, string>>();
-for (const line of stream.trim().split('\n')) {
-  const frame = JSON.parse((JSON.parse(line) as { raw: string }).raw) as { Events?: RecordedEvent[] };
+for (const { raw } of scenario.stream) {
+  const frame = JSON.parse(raw) as { Events?: RecordedEvent[] };
   for (const event of frame.Events ?? []) {
     const allocation = event.Payload.Allocation;
     const state = allocation?.TaskStates?.main?.State;
@@ -145,13 +145,11 @@ function runActors(count: number): { heapBytesPerActor: number; eventMicros: num
 }
 
 // ---- the recorded pipeline: one allocation's events from placement to health, as Nomad sent them ----
-const scenarioDir = join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs');
-const job = parseNomadJson(readFileSync(join(scenarioDir, 'job.json'), 'utf8')) as Job;
+const job = parseNomadJson(scenario.jobText) as Job;
 const group = (job.TaskGroups as TaskGroup[])[0] as TaskGroup;
-const streamStart = Date.parse((JSON.parse(readFileSync(join(scenarioDir, 'meta.json'), 'utf8')) as { stream_opened_at: string }).stream_opened_at);
+const streamStart = Date.parse(scenario.meta.stream_opened_at);
 const journeys = new Map<string, { t: number; text: string; allocation: Allocation }[]>();
-for (const line of stream.trim().split('\n')) {
-  const { t, raw } = JSON.parse(line) as { t: number; raw: string };
+for (const { t, raw } of scenario.stream) {
   const frame = JSON.parse(raw) as { Events?: RecordedEvent[] };
   for (const event of frame.Events ?? []) {
     if (event.Topic !== 'Allocation') continue;
