@@ -29,19 +29,20 @@ export interface AllocationView {
 export type CheckStatus = 'passing' | 'warning' | 'critical';
 export type CheckOnUpdate = 'require_healthy' | 'ignore_warnings' | 'ignore';
 
-/** One registered service check, as the service catalogue reports it. `task` is '' for group services. */
-export interface CheckView {
+/** What names a check: its task ('' for a group service), its service and its own name. */
+export interface CheckIdentity {
   readonly task: string;
   readonly service: string;
   readonly name: string;
+}
+
+/** One registered service check, as the service catalogue reports it. */
+export interface CheckView extends CheckIdentity {
   readonly status: CheckStatus;
 }
 
 /** One check the job declares. */
-export interface ExpectedCheck {
-  readonly task: string;
-  readonly service: string;
-  readonly name: string;
+export interface ExpectedCheck extends CheckIdentity {
   readonly onUpdate: CheckOnUpdate;
 }
 
