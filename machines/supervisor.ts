@@ -46,9 +46,19 @@ export type SupervisorEvent =
   | { type: 'EXEC.CANCEL'; sessionId: string }
   | { type: 'STOP' };
 
+const EVALUATION_PREFIX = 'evaluation:';
+const EXEC_PREFIX = 'exec:';
+
 /** Child ids, also their system ids: `system.get(evaluationActorId(id))` finds the actor. */
-export const evaluationActorId = (evalId: string): string => `evaluation:${evalId}`;
-export const execActorId = (sessionId: string): string => `exec:${sessionId}`;
+export const evaluationActorId = (evalId: string): string => `${EVALUATION_PREFIX}${evalId}`;
+export const execActorId = (sessionId: string): string => `${EXEC_PREFIX}${sessionId}`;
+
+/** The child an actor id names (the inverse of the two above), or undefined for any other actor. */
+export function childOfActorId(actorId: string): { kind: 'evaluation' | 'exec'; id: string } | undefined {
+  if (actorId.startsWith(EVALUATION_PREFIX)) return { kind: 'evaluation', id: actorId.slice(EVALUATION_PREFIX.length) };
+  if (actorId.startsWith(EXEC_PREFIX)) return { kind: 'exec', id: actorId.slice(EXEC_PREFIX.length) };
+  return undefined;
+}
 
 const without = (ids: readonly string[], id: string): string[] => ids.filter((other) => other !== id);
 
@@ -111,11 +121,9 @@ export const supervisorMachine = setup({
     // A finished (or failed) child leaves the lists (its output stays with whoever awaited it).
     forgetFinishedChild: enqueueActions(({ context, event, enqueue }) => {
       const id = event.type.replace(/^xstate\.(done|error)\.actor\./, '');
-      if (id.startsWith('evaluation:')) {
-        enqueue.assign({ evaluations: without(context.evaluations, id.slice('evaluation:'.length)) });
-      } else if (id.startsWith('exec:')) {
-        enqueue.assign({ execSessions: without(context.execSessions, id.slice('exec:'.length)) });
-      }
+      const child = childOfActorId(id);
+      if (child?.kind === 'evaluation') enqueue.assign({ evaluations: without(context.evaluations, child.id) });
+      else if (child?.kind === 'exec') enqueue.assign({ execSessions: without(context.execSessions, child.id) });
       enqueue(stopChild(id));
     }),
   },

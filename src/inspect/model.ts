@@ -15,6 +15,7 @@ import { healthyAt } from '../../machines/allocationHealthRules.js';
 import type { AllocationHealthContext, HealthOutcome, HealthPolicySource } from '../../machines/allocationHealthTypes.js';
 import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
 import type { ExecSessionContext } from '../../machines/execSession.js';
+import { childOfActorId } from '../../machines/supervisor.js';
 import type { Clock } from '../clock/index.js';
 import { BoundedHistory } from '../supervisor/boundedHistory.js';
 import type { SupervisedAllocation, Supervisor } from '../supervisor/supervisor.js';
@@ -323,9 +324,9 @@ export class InspectionModel {
       return;
     }
     const id = (event.actorRef as Partial<AnyActorRef>).id;
-    if (typeof id !== 'string') return;
-    if (id.startsWith('evaluation:')) this.updateEvaluation(id, snapshot);
-    else if (id.startsWith('exec:')) this.updateExecSession(id, snapshot);
+    const child = typeof id === 'string' ? childOfActorId(id) : undefined;
+    if (child?.kind === 'evaluation') this.updateEvaluation(child.id, snapshot);
+    else if (child?.kind === 'exec') this.updateExecSession(child.id, snapshot);
   }
 
   private updateAllocation(supervised: SupervisedAllocation): void {
@@ -377,11 +378,11 @@ export class InspectionModel {
     this.emit(`problem:${info.seq}`, { type: 'problem', problem: info });
   }
 
-  private updateEvaluation(actorId: string, snapshot: { value?: unknown; status?: string; context?: unknown; output?: unknown }): void {
+  private updateEvaluation(id: string, snapshot: { value?: unknown; status?: string; context?: unknown; output?: unknown }): void {
     const context = snapshot.context as { evalId: string; chain: string[]; evaluation?: EvaluationView } | undefined;
     const output = snapshot.status === 'done' ? (snapshot.output as EvaluationOutcome | undefined) : undefined;
     const evaluation: EvaluationInfo = {
-      id: actorId.slice('evaluation:'.length),
+      id,
       state: stateName(snapshot.value),
       status: context?.evaluation?.Status ?? null,
       jobId: context?.evaluation?.JobID ?? null,
@@ -393,11 +394,11 @@ export class InspectionModel {
     this.emit(`evaluation:${evaluation.id}`, { type: 'evaluation', evaluation });
   }
 
-  private updateExecSession(actorId: string, snapshot: { value?: unknown; status?: string; context?: unknown }): void {
+  private updateExecSession(id: string, snapshot: { value?: unknown; status?: string; context?: unknown }): void {
     const context = snapshot.context as ExecSessionContext | undefined;
     // The command and its arguments are not shown: they may carry credentials.
     const execSession: ExecSessionInfo = {
-      id: actorId.slice('exec:'.length),
+      id,
       allocId: context?.allocId ?? '',
       task: context?.task ?? '',
       tty: context?.tty ?? false,
