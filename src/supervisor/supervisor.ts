@@ -57,6 +57,11 @@ export interface WaitForDeploymentOptions {
   /** Job version to wait for; default the job's current version. */
   version?: number;
   namespace?: string;
+  /**
+   * Fail at the first allocation judged unhealthy, rather than as Nomad's deployment watcher does
+   * (at the progress deadline, leaving time for replacements).
+   */
+  failFast?: boolean;
 }
 
 interface Tracked {
@@ -222,10 +227,13 @@ export class Supervisor implements ExecTarget {
   }
 
   /**
-   * Resolves once the job version's deployment is judged: success when every allocation it wants
-   * is healthy, or a failure listing each unhealthy allocation with its per-task reasons (or the
-   * placement failure, or Nomad's reason for ending the deployment). Rejects when the job cannot be
-   * read (a NomadError: not found, unreachable) or is outside the scope (SupervisorScopeError).
+   * Resolves once the job version's deployment is judged as Nomad's deployment watcher would judge
+   * it, from Warden's own verdicts (see deploymentWatch.ts): success when every allocation it wants
+   * is healthy (replacements included), `awaitingPromotion` when its canaries are healthy and wait
+   * for a manual promotion, or a failure that names the rule that ended it (`rule`) and lists each
+   * unhealthy allocation with its per-task reasons (or the placement failure, or Nomad's reason for
+   * ending the deployment). Rejects when the job cannot be read (a NomadError: not found,
+   * unreachable) or is outside the scope (SupervisorScopeError).
    */
   async waitForDeployment(jobId: string, options: WaitForDeploymentOptions = {}): Promise<DeploymentResult> {
     const namespace = options.namespace ?? this.defaultNamespace();
@@ -234,11 +242,24 @@ export class Supervisor implements ExecTarget {
     const unjudged = await this.unjudgedReason(namespace, jobId, version);
     if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
     if (unjudged !== undefined) {
-      return { ok: false, jobId, version, deploymentId: undefined, reason: `no deployment to judge: ${unjudged}`, unhealthy: [] };
+      return { ok: false, jobId, version, deploymentId: undefined, reason: `no deployment to judge: ${unjudged}`, rule: 'nothing-to-judge', unhealthy: [] };
     }
-    const watch = new DeploymentWatch(jobId, namespace, version);
     const result = new Promise<DeploymentResult>((resolve, reject) => {
-      this.deploymentWaiters.add({ watch, resolve, reject });
+      // The progress deadline settles the watch on the clock, outside settleDeployments.
+      const onSettled = (settled: DeploymentResult): void => {
+        this.deploymentWaiters.delete(waiter);
+        resolve(settled);
+      };
+      const watch = new DeploymentWatch(jobId, namespace, version, { clock: this.options.clock, failFast: options.failFast ?? false, onSettled });
+      const waiter: DeploymentWaiter = {
+        watch,
+        resolve,
+        reject: (error) => {
+          watch.close();
+          reject(error);
+        },
+      };
+      this.deploymentWaiters.add(waiter);
     });
     // It may settle (or the supervisor stop) while the seeding below is awaited: handled by the caller.
     result.catch(() => undefined);
