@@ -11,7 +11,7 @@ import { interruptSignal, portNumber } from './watchCommand.js';
 import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
 import type { StreamEvent } from '../testing/nomad/eventBroker.js';
-import { isHeartbeatLine, readScenario, type Scenario } from '../testing/recording.js';
+import { isHeartbeatLine, readScenario, requestedIndex, type Scenario } from '../testing/recording.js';
 
 /**
  * `warden demo` (`npm start`): a FakeNomad on loopback replays three deployments recorded from a
@@ -68,11 +68,6 @@ export function withoutNomadVerdict(event: StreamEvent): StreamEvent {
     Object.entries(states).map(([task, state]) => [task, { ...state, Events: (state.Events ?? []).filter((e) => e.Type !== 'Alloc Unhealthy') }]),
   );
   return { ...event, Payload: { ...event.Payload, Allocation: { ...rest, TaskStates } } };
-}
-
-/** The index the recording's stream asked for: lines below it are Nomad's stale "closest batch". */
-export function requestedIndex(scenario: Scenario): number {
-  return Number(/[?&]index=(\d+)/.exec(scenario.meta.stream_query)?.[1] ?? 0);
 }
 
 /** The job's registration evaluations in the recording, with the time each first appears. */

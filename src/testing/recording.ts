@@ -66,6 +66,11 @@ export interface ScenarioMeta {
   readonly [key: string]: unknown;
 }
 
+/** The index the recording's stream asked for (`?index=N`, 0 if none): lines below it are Nomad's stale "closest batch". */
+export function requestedIndex(scenario: Pick<Scenario, 'meta'>): number {
+  return Number(/[?&]index=(\d+)/.exec(scenario.meta.stream_query)?.[1] ?? 0);
+}
+
 /** One scenario folder. JSON documents are parsed losslessly; `*Text` keeps the exact bytes. */
 export interface Scenario {
   readonly name: string;

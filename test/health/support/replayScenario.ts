@@ -12,7 +12,7 @@ import { VirtualClock } from '../../../src/clock/index.js';
 import { HealthRegistry, allocationView, healthPolicyFor, type HealthOutcome, type OptInHealthPolicy } from '../../../src/health/index.js';
 import { parseNomadJson } from '../../../src/nomad/json.js';
 import type { Allocation, EventFrame, Job } from '../../../src/nomad/types.js';
-import { isHeartbeatLine, readScenario, type Scenario } from '../../../src/testing/recording.js';
+import { isHeartbeatLine, readScenario, requestedIndex, type Scenario } from '../../../src/testing/recording.js';
 
 export const SCENARIOS_DIR = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
 
@@ -41,12 +41,6 @@ function stripNomadVerdict(allocation: Allocation): Allocation {
     stripped[task] = { ...state, Events: (state.Events ?? []).filter((event) => event.Type !== 'Alloc Unhealthy') };
   }
   return { ...rest, TaskStates: stripped };
-}
-
-function requestedIndex(scenario: Scenario): number {
-  const match = /[?&]index=(\d+)/.exec(scenario.meta.stream_query);
-  if (match === null) throw new Error(`${scenario.name}: no index in the stream query`);
-  return Number(match[1]);
 }
 
 export interface ReplayOptions {

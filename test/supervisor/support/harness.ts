@@ -75,7 +75,8 @@ export async function startHarness(
   };
 }
 
-export { withoutNomadVerdict as stripNomadVerdict, requestedIndex } from '../../../src/cli/demoCommand.js';
+export { withoutNomadVerdict as stripNomadVerdict } from '../../../src/cli/demoCommand.js';
+export { requestedIndex } from '../../../src/testing/recording.js';
 
 export function loadScenario(name: string): Scenario & { opened: number; closed: number } {
   const scenario = readScenario(join(SCENARIOS, name));
