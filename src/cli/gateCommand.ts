@@ -5,15 +5,18 @@ import { nomadConfigFromEnv } from '../nomad/config.js';
 import { consulConfigWhenSet } from '../consul/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
+import type { DeploymentFailureRule } from '../supervisor/deploymentWatch.js';
 import { deploymentJson, describeDeployment, paint } from '../supervisor/describe.js';
 import { interruptSignal, type CommandIo } from './watchCommand.js';
 
 /**
- * `warden gate <job> [--version N]`: a deploy gate for CI/CD. Waits for the job version's
- * deployment as Warden judges it (its own allocation verdicts, not Nomad's health flags) and
- * exits 0 when healthy; 1 with the reasons when not (an unhealthy allocation, a placement failure,
- * Nomad ending the deployment, an unknown job, no answer within --timeout); 2 when Nomad could not
- * be reached.
+ * `warden gate <job> [--version N] [--fail-fast]`: a deploy gate for CI/CD. Waits for the job
+ * version's deployment as Warden judges it (its own allocation verdicts, not Nomad's health flags,
+ * with the rules of Nomad's deployment watcher) and exits 0 when healthy; 1 with the reasons when
+ * not (no progress by the progress deadline, an unhealthy allocation with progress_deadline 0 or
+ * --fail-fast, a placement failure, Nomad ending the deployment, an unknown job, no answer within
+ * --timeout); 2 when Nomad could not be reached; 3 when the canaries are healthy and the deployment
+ * waits for a manual promotion.
  */
 
 export interface GateOptions {
@@ -22,13 +25,22 @@ export interface GateOptions {
   /** Give up after this many seconds (default 900). */
   timeout?: number;
   json?: boolean;
+  /** Fail at the first unhealthy allocation instead of at Nomad's progress deadline. */
+  failFast?: boolean;
 }
 
 export const GATE_HEALTHY = 0;
 export const GATE_UNHEALTHY = 1;
 export const GATE_UNREACHABLE = 2;
+export const GATE_AWAITING_PROMOTION = 3;
 
 const DEFAULT_TIMEOUT_S = 900;
+
+/** The rules whose headline ("N allocations unhealthy") does not say itself what ended the deployment. */
+const RULE_NOTES: Partial<Record<DeploymentFailureRule, string>> = {
+  'unhealthy-allocations': 'Failed due to unhealthy allocations: the group has no progress_deadline',
+  'fail-fast': '--fail-fast: the first unhealthy allocation ends the gate',
+};
 
 function isUnreachable(error: unknown): boolean {
   return error instanceof NomadConnectionError || error instanceof NomadTimeoutError;
@@ -55,14 +67,20 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     const outcome = await new Promise<DeploymentResult | 'timeout' | 'interrupted'>((resolve, reject) => {
       timer = clock.setTimeout(() => resolve('timeout'), timeoutS * 1000);
       io.signal?.addEventListener('abort', () => resolve('interrupted'), { once: true });
-      supervisor.waitForDeployment(jobId, { version, namespace }).then(resolve, reject);
+      supervisor.waitForDeployment(jobId, { version, namespace, failFast: options.failFast ?? false }).then(resolve, reject);
     });
     if (outcome === 'timeout' || outcome === 'interrupted') {
       const reason = outcome === 'timeout' ? `no verdict within ${timeoutS}s` : 'interrupted';
       say([`${paint('✘', 'bad', style)} ${jobId} version ${version}: ${reason}`], { type: 'deployment', ok: false, jobId, version, reason });
       return GATE_UNHEALTHY;
     }
-    say(describeDeployment(outcome, style), JSON.parse(deploymentJson(outcome)) as object);
+    if (outcome.ok && outcome.awaitingPromotion) {
+      const line = `${paint('⏸', 'note', style)} ${jobId} version ${version}: ${outcome.healthy.length} canary allocation(s) healthy, awaiting promotion (nomad deployment promote ${outcome.deploymentId})`;
+      say([line], JSON.parse(deploymentJson(outcome)) as object);
+      return GATE_AWAITING_PROMOTION;
+    }
+    const note = outcome.ok ? undefined : RULE_NOTES[outcome.rule];
+    say([...describeDeployment(outcome, style), ...(note ? [`  ${note}`] : [])], JSON.parse(deploymentJson(outcome)) as object);
     return outcome.ok ? GATE_HEALTHY : GATE_UNHEALTHY;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
@@ -88,11 +106,14 @@ function nonNegativeInteger(text: string): number {
 export function registerGateCommand(program: Command): void {
   program
     .command('gate')
-    .description("Wait for a job's deployment: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable")
+    .description(
+      "Wait for a job's deployment as Nomad's deployment watcher judges it: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion",
+    )
     .argument('<job>', 'job id')
     .option('--version <n>', 'job version to judge (default: the current one)', nonNegativeInteger)
     .option('-n, --namespace <namespace>', 'namespace (default NOMAD_NAMESPACE or "default")')
     .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
+    .option('--fail-fast', 'fail at the first unhealthy allocation instead of at the progress deadline')
     .option('--json', 'print the result as one JSON object')
     .action(async (jobId: string, options: GateOptions) => {
       process.exitCode = await gate(jobId, options, {

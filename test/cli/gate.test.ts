@@ -3,11 +3,12 @@
  * replay while the gate waits, with Nomad's own verdicts stripped.
  */
 import { createServer } from 'node:net';
-import { gate, GATE_HEALTHY, GATE_UNHEALTHY, GATE_UNREACHABLE, type GateOptions } from '../../src/cli/gateCommand.js';
+import { gate, GATE_AWAITING_PROMOTION, GATE_HEALTHY, GATE_UNHEALTHY, GATE_UNREACHABLE, type GateOptions } from '../../src/cli/gateCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { isHeartbeatLine, type RecordedLine } from '../../src/testing/recording.js';
 import { driveTo, flush, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
+import { serviceJob } from '../testing/helpers.js';
 import { LIVE, describeLive, liveClient, registerScenarioJob } from './support/liveNomad.js';
 
 /** The recording split right after the job's registration: the gate starts once the job exists. */
@@ -26,15 +27,40 @@ async function gateDuring(name: string, options: GateOptions = {}, jobId?: strin
   fake.replay(before, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario), immediate: true });
   const lines: string[] = [];
   let exitCode: number | undefined;
+  let at: number | undefined;
   const running = gate(jobId ?? scenario.meta.job_id, options, { env: { NOMAD_ADDR: fake.address }, write: (l) => lines.push(l), clock, transport: { gzip: false } }).then(
-    (code) => (exitCode = code),
+    (code) => {
+      at ??= clock.now();
+      exitCode = code;
+    },
   );
   await flush();
   fake.replay(after, { transform: stripNomadVerdict });
   for (let t = clock.now(); exitCode === undefined && t < scenario.closed + 60_000; t += 1_000) await driveTo(clock, t);
   await running;
   await fake.close();
-  return { exitCode, lines };
+  return { exitCode, lines, at };
+}
+
+/** The gate on a scripted cluster: job `web` (2 allocations, the given update block), then `script` once the gate waits. */
+async function gateOnCluster(update: Record<string, unknown>, script: (cluster: FakeNomad['cluster']) => void) {
+  const clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 18) });
+  const fake = await FakeNomad.start({ clock });
+  const job = serviceJob('web');
+  fake.cluster.registerJob({ ...job, Update: { ...(job.Update as object), ...update } });
+  const lines: string[] = [];
+  let exitCode: number | undefined;
+  const running = gate('web', {}, { env: { NOMAD_ADDR: fake.address }, write: (l) => lines.push(l), clock, transport: { gzip: false } }).then(
+    (code) => (exitCode = code),
+  );
+  await driveTo(clock, clock.now() + 500);
+  script(fake.cluster);
+  const end = clock.now() + 60_000;
+  for (let t = clock.now(); exitCode === undefined && t < end; t += 1_000) await driveTo(clock, t);
+  await running;
+  const deploymentId = fake.cluster.listDeployments({ jobId: 'web' })[0]?.ID;
+  await fake.close();
+  return { exitCode, lines, deploymentId };
 }
 
 describe('warden gate', () => {
@@ -44,12 +70,42 @@ describe('warden gate', () => {
     expect(lines).toEqual(['✔ healthy-task-states version 0: deployment healthy, 2 allocation(s) healthy']);
   });
 
-  test('a failing deployment: exit 1 with each unhealthy allocation and its per-task reason', async () => {
-    const { exitCode, lines } = await gateDuring('failed_task');
+  test('a failing deployment: exit 1 at the progress deadline, with each unhealthy allocation and its per-task reason', async () => {
+    const { exitCode, lines, at } = await gateDuring('failed_task');
     expect(exitCode).toBe(GATE_UNHEALTHY);
-    expect(lines[0]).toBe('✘ failed-task version 0: 1 allocation unhealthy');
+    // RequireProgressBy: the allocation placed at 17:05:15.120 + progress_deadline 30 s.
+    expect(lines[0]).toBe('✘ failed-task version 0: 1 allocation unhealthy; Failed due to progress deadline: group "app" had 0 of 1 allocation healthy by 2026-11-29T17:05:45.120Z');
     expect(lines[1]).toMatch(/^ {2}failed-task\.app\[0\] [0-9a-f-]{36}$/);
     expect(lines.slice(2)).toEqual(['    main: Unhealthy because of failed task']);
+    expect(at).toBe(Date.parse('2026-11-29T17:05:45.120Z') + 0.252188);
+  });
+
+  test('--fail-fast: exit 1 at the first unhealthy allocation, saying so', async () => {
+    const { exitCode, lines, at } = await gateDuring('failed_task', { failFast: true });
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines[0]).toBe('✘ failed-task version 0: 1 allocation unhealthy');
+    expect(lines.slice(2)).toEqual(['    main: Unhealthy because of failed task', '  --fail-fast: the first unhealthy allocation ends the gate']);
+    // The task failed ≈0.2 s into the stream; the deadline was 30 s away.
+    expect(at! - loadScenario('failed_task').opened).toBeLessThan(2_000);
+  });
+
+  test('canaries healthy and waiting for a manual promotion: exit 3 with the command that promotes them', async () => {
+    const { exitCode, lines, deploymentId } = await gateOnCluster({ Canary: 1 }, (cluster) => {
+      const [canary] = cluster.placeAllocations('web', { count: 1, canary: true });
+      cluster.startTask(canary!.ID);
+    });
+    expect(exitCode).toBe(GATE_AWAITING_PROMOTION);
+    expect(lines).toEqual([`⏸ web version 0: 1 canary allocation(s) healthy, awaiting promotion (nomad deployment promote ${deploymentId})`]);
+  });
+
+  test('progress_deadline = 0: exit 1 at the first unhealthy allocation, naming Nomad\'s rule', async () => {
+    const { exitCode, lines } = await gateOnCluster({ ProgressDeadline: 0 }, (cluster) => {
+      const [first] = cluster.placeAllocations('web');
+      cluster.failTask(first!.ID, 'main', { exitCode: 1 });
+    });
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines[0]).toBe('✘ web version 0: 1 allocation unhealthy');
+    expect(lines.at(-1)).toBe('  Failed due to unhealthy allocations: the group has no progress_deadline');
   });
 
   test('a placement failure: exit 1 naming the group and the exhausted dimension', async () => {
