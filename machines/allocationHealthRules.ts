@@ -97,13 +97,21 @@ export function wakeAt(context: AllocationHealthContext): number | null {
   return healthy === null ? context.deadlineAt : Math.min(healthy, context.deadlineAt);
 }
 
-/** Go's time.Duration.String for whole milliseconds: "500ms", "2s", "1m30s", "5m0s", "1h0m0s". */
+/** `value` with at most `digits` decimals and no trailing zeros, as Go prints a duration's fraction. */
+function decimal(value: number, digits: number): string {
+  return String(Number(value.toFixed(digits)));
+}
+
+/**
+ * Go's time.Duration.String for a non-negative duration of at least 1 ms (or 0), in milliseconds
+ * with fractions kept to the nanosecond: "500ms", "2s", "1m30s", "5m0s", "1h0m0s".
+ */
 export function formatGoDuration(ms: number): string {
   if (ms === 0) return '0s';
-  if (ms < 1000) return `${ms}ms`;
+  if (ms < 1000) return `${decimal(ms, 6)}ms`;
   const hours = Math.floor(ms / 3_600_000);
   const minutes = Math.floor((ms % 3_600_000) / 60_000);
-  const seconds = ((ms % 60_000) / 1000).toString();
+  const seconds = decimal((ms % 60_000) / 1000, 9);
   if (hours > 0) return `${hours}h${minutes}m${seconds}s`;
   if (minutes > 0) return `${minutes}m${seconds}s`;
   return `${seconds}s`;

@@ -1,4 +1,5 @@
 /** Texts and formats the way Nomad's Go code writes them (durations, times, multi-errors). */
+import { formatGoDuration } from '../../../machines/allocationHealthRules.js';
 
 const NS_PER_MS = 1_000_000n;
 
@@ -12,25 +13,13 @@ export function rfc3339Nano(ms: number): string {
   return new Date(Math.round(ms)).toISOString().replace(/\.?0+Z$/, 'Z').replace(/\.Z$/, 'Z');
 }
 
-/** Go's time.Duration.String() for a duration in nanoseconds ("10s", "1m30s", "500ms", "0s"). */
+/** Go's time.Duration.String() for a duration in nanoseconds ("10s", "1m30s", "500ms", "1.5µs", "0s"). */
 export function goDuration(ns: number): string {
-  if (ns === 0) return '0s';
   const sign = ns < 0 ? '-' : '';
   const abs = Math.abs(ns);
-  if (abs < 1_000) return `${sign}${abs}ns`;
-  if (abs < 1_000_000) return `${sign}${trim(abs / 1_000)}µs`;
-  if (abs < 1_000_000_000) return `${sign}${trim(abs / 1_000_000)}ms`;
-  const totalSeconds = abs / 1_000_000_000;
-  const hours = Math.floor(totalSeconds / 3600);
-  const minutes = Math.floor((totalSeconds - hours * 3600) / 60);
-  const seconds = totalSeconds - hours * 3600 - minutes * 60;
-  const h = hours > 0 ? `${hours}h` : '';
-  const m = hours > 0 || minutes > 0 ? `${minutes}m` : '';
-  return `${sign}${h}${m}${trim(seconds)}s`;
-}
-
-function trim(value: number): string {
-  return String(Number(value.toFixed(9)));
+  // From a millisecond up, the health rules' formatter says it (their reasons quote durations too).
+  if (abs === 0 || abs >= 1_000_000) return `${sign}${formatGoDuration(abs / 1_000_000)}`;
+  return abs < 1_000 ? `${sign}${abs}ns` : `${sign}${String(Number((abs / 1_000).toFixed(3)))}µs`;
 }
 
 const UNITS: Record<string, number> = { ns: 1, us: 1e3, 'µs': 1e3, 'μs': 1e3, ms: 1e6, s: 1e9, m: 60e9, h: 3600e9 };
