@@ -8,6 +8,8 @@ export interface VirtualClockOptions {
 
 /** Raised by runUntilIdle when timers keep re-arming themselves (an interval, a polling loop). */
 export class VirtualClockRunawayError extends Error {
+  readonly code = 'WARDEN_VIRTUAL_CLOCK_RUNAWAY';
+
   constructor(readonly fired: number) {
     super(`VirtualClock.runUntilIdle fired ${fired} timers and timers are still pending; use advance() for periodic work`);
     this.name = 'VirtualClockRunawayError';

@@ -17,6 +17,8 @@ export interface RecordedLine {
 
 /** Raised for a recording that does not have the documented format. */
 export class RecordingFormatError extends Error {
+  readonly code = 'WARDEN_RECORDING_FORMAT';
+
   constructor(
     message: string,
     readonly source: string,
