@@ -32,7 +32,7 @@ export interface BenchStream {
   jobId: string;
 }
 
-export const RUNNING_AT = 10_000;
+const RUNNING_AT = 10_000;
 
 export function benchStream(allocations: number, batchSize: number): BenchStream {
   const scenario = readScenario(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs'));

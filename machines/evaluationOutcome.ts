@@ -73,7 +73,7 @@ function sortedEntries<V>(record: Record<string, V> | null | undefined): [string
 }
 
 /** formatAllocMetrics, plus the node counts in one line so "evaluated / filtered / exhausted" is always said. */
-export function explainPlacementMetrics(metrics: AllocationMetricView): string[] {
+function explainPlacementMetrics(metrics: AllocationMetricView): string[] {
   const lines: string[] = [];
   const evaluated = metrics.NodesEvaluated ?? 0;
   if (evaluated === 0) lines.push('* No nodes were eligible for evaluation');

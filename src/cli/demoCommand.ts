@@ -27,7 +27,7 @@ interface DemoScenario {
   blurb: string;
 }
 
-export const DEMO_SCENARIOS: readonly DemoScenario[] = [
+const DEMO_SCENARIOS: readonly DemoScenario[] = [
   {
     name: 'failed_task',
     title: 'A task that fails at once',

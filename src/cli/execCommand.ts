@@ -29,7 +29,7 @@ export interface ExecIo {
   signal?: AbortSignal;
 }
 
-export const EXEC_FAILED = 1;
+const EXEC_FAILED = 1;
 
 /** Thrown for an allocation prefix or task that does not pick exactly one. */
 export class ExecTargetError extends Error {

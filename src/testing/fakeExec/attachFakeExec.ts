@@ -33,7 +33,7 @@ export interface FakeExec {
 }
 
 /** Nomad 1.1.2's data frames carry at most this much output. */
-export const MAX_FRAME_BYTES = 4096;
+const MAX_FRAME_BYTES = 4096;
 /** Output sent but not yet on the wire before the command's output is paused. */
 const SEND_HIGH_WATER = 1024 * 1024;
 /** A command still running after its client left gets SIGHUP, then SIGKILL after this long. */
