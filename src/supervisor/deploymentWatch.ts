@@ -2,7 +2,7 @@ import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import type { HealthOutcome } from '../../machines/allocationHealthTypes.js';
 import type { Clock, TimerHandle } from '../clock/index.js';
 import { durationMs, parseNomadTime } from '../health/nomadTime.js';
-import type { Deployment, DeploymentState } from '../nomad/types.js';
+import type { Deployment, DeploymentState, ReschedulePolicy } from '../nomad/types.js';
 
 /**
  * Judges one job version's deployment as Nomad's deployment watcher would
@@ -14,9 +14,10 @@ import type { Deployment, DeploymentState } from '../nomad/types.js';
  * - Awaiting promotion: every group is done or has all its canaries healthy and waits for a manual
  *   promotion (no auto_promote): resolves `ok: true, awaitingPromotion: true` rather than waiting.
  * - Failure: an unhealthy allocation of a group whose progress_deadline is 0 ("Failed due to
- *   unhealthy allocations"); the progress deadline passing without the healthy allocations Nomad
- *   requires ("Failed due to progress deadline"); a placement failure; Nomad ending the deployment
- *   failed or cancelled. With `failFast`, the first unhealthy allocation.
+ *   unhealthy allocations"), or one its reschedule policy cannot replace; the progress deadline
+ *   passing without the healthy allocations Nomad requires ("Failed due to progress deadline"); a
+ *   placement failure; Nomad ending the deployment failed or cancelled. With `failFast`, the first
+ *   unhealthy allocation.
  *
  * The progress deadline (a group's RequireProgressBy) is Nomad's own where it moves for reasons
  * other than health (first placement, promotion, resume), and healthy verdict time +
@@ -34,11 +35,19 @@ export interface UnhealthyAllocation {
 
 /**
  * What ended a failed deployment: `progress-deadline` and `unhealthy-allocations` are Nomad's two
- * rules ("Failed due to progress deadline" / "... unhealthy allocations"); `fail-fast` the option;
+ * rules ("Failed due to progress deadline" / "... unhealthy allocations"), `reschedule-exhausted`
+ * the second case of the latter (an unhealthy allocation no reschedule can replace); `fail-fast` the option;
  * `placement` an evaluation that could not place the group; `nomad` Nomad ending the deployment
  * first; `nothing-to-judge` a job version without a deployment Warden can judge.
  */
-export type DeploymentFailureRule = 'progress-deadline' | 'unhealthy-allocations' | 'fail-fast' | 'placement' | 'nomad' | 'nothing-to-judge';
+export type DeploymentFailureRule =
+  | 'progress-deadline'
+  | 'unhealthy-allocations'
+  | 'reschedule-exhausted'
+  | 'fail-fast'
+  | 'placement'
+  | 'nomad'
+  | 'nothing-to-judge';
 
 export type DeploymentResult =
   | {
@@ -69,6 +78,8 @@ export interface DeploymentWatchOptions {
   failFast?: boolean;
   /** Called with a result reached on the clock (the progress deadline), not in answer to an update. */
   onSettled?: (result: DeploymentResult) => void;
+  /** The job version's reschedule policy by group; a group without one is taken as able to reschedule. */
+  reschedulePolicies?: Readonly<Record<string, ReschedulePolicy | null | undefined>>;
 }
 
 interface Verdict {
@@ -201,6 +212,20 @@ export class DeploymentWatch {
     return Math.max(nomad, lastHealthy + window);
   }
 
+  /**
+   * Nomad's Allocation.RescheduleEligible, counting the reschedules behind an allocation as the
+   * unhealthy allocations of its slot (its name) earlier within the policy's interval.
+   */
+  private rescheduleEligible(alloc: UnhealthyAllocation & Verdict, unhealthy: readonly (UnhealthyAllocation & Verdict)[]): boolean {
+    const group = alloc.group ?? Object.keys(this.deployment?.TaskGroups ?? {})[0];
+    const policy = group === undefined ? undefined : this.options.reschedulePolicies?.[group];
+    if (!policy || policy.Unlimited) return true;
+    const attempts = policy.Attempts ?? 0;
+    const interval = durationMs(policy.Interval) ?? 0;
+    const attempted = unhealthy.filter((other) => other.name === alloc.name && other.at < alloc.at && other.at > alloc.at - interval).length;
+    return attempted < attempts;
+  }
+
   private unhealthyOf(deploymentId: string): (UnhealthyAllocation & Verdict)[] {
     return [...this.unhealthy.values()].filter((alloc) => alloc.deploymentId === deploymentId);
   }
@@ -213,6 +238,11 @@ export class DeploymentWatch {
     if (unhealthy.length > 0 && this.options.failFast) return this.fail('fail-fast', plural(unhealthy.length, 'allocation') + ' unhealthy');
     const strict = groups.filter(([group, state]) => !durationMs(state.ProgressDeadline) && this.inGroup(unhealthy, deployment.ID, group).length > 0);
     if (strict.length > 0) return this.fail('unhealthy-allocations', plural(unhealthy.length, 'allocation') + ' unhealthy');
+    const stuck = unhealthy.filter((alloc) => !this.rescheduleEligible(alloc, unhealthy));
+    if (stuck.length > 0) {
+      const names = stuck.map((alloc) => alloc.name ?? alloc.allocId).join(', ');
+      return this.fail('reschedule-exhausted', `${plural(unhealthy.length, 'allocation')} unhealthy; Failed due to unhealthy allocations: no reschedule attempt left for ${names}`);
+    }
     if (groups.length === 0) return undefined;
     const progress = groups.map(([group, state]) => this.progress(deployment.ID, group, state));
     if (progress.every((p) => p !== 'progressing')) {

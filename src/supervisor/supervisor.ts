@@ -239,7 +239,8 @@ export class Supervisor implements ExecTarget {
     const namespace = options.namespace ?? this.defaultNamespace();
     if (!this.scope.includes(namespace, jobId)) throw new SupervisorScopeError(namespace, jobId);
     const version = options.version ?? (await this.options.nomad.getJob(jobId, { namespace })).body.Version ?? 0;
-    const unjudged = await this.unjudgedReason(namespace, jobId, version);
+    const job = await this.options.nomad.getJobVersion(jobId, version, { namespace }).catch(() => undefined);
+    const unjudged = job && this.unjudgedReason(job);
     if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
     if (unjudged !== undefined) {
       return { ok: false, jobId, version, deploymentId: undefined, reason: `no deployment to judge: ${unjudged}`, rule: 'nothing-to-judge', unhealthy: [] };
@@ -250,7 +251,9 @@ export class Supervisor implements ExecTarget {
         this.deploymentWaiters.delete(waiter);
         resolve(settled);
       };
-      const watch = new DeploymentWatch(jobId, namespace, version, { clock: this.options.clock, failFast: options.failFast ?? false, onSettled });
+      // Unknown until the version is registered: its groups are then taken as able to reschedule.
+      const reschedulePolicies = Object.fromEntries((job?.TaskGroups ?? []).map((group) => [group.Name, group.ReschedulePolicy]));
+      const watch = new DeploymentWatch(jobId, namespace, version, { clock: this.options.clock, failFast: options.failFast ?? false, onSettled, reschedulePolicies });
       const waiter: DeploymentWaiter = {
         watch,
         resolve,
@@ -278,11 +281,9 @@ export class Supervisor implements ExecTarget {
 
   /**
    * Why no group of the job version has a deployment Warden can judge (a batch job, no update
-   * block, health set manually), or undefined when one has, or the version is not registered yet.
+   * block, health set manually), or undefined when one has.
    */
-  private async unjudgedReason(namespace: string, jobId: string, version: number): Promise<string | undefined> {
-    const job = await this.options.nomad.getJobVersion(jobId, version, { namespace }).catch(() => undefined);
-    if (job === undefined) return undefined;
+  private unjudgedReason(job: Job): string | undefined {
     const reasons: string[] = [];
     for (const group of job.TaskGroups ?? []) {
       try {

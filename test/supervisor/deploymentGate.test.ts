@@ -96,12 +96,12 @@ describe('waitForDeployment() over a scripted cluster', () => {
   });
   afterEach(() => harness.close());
 
-  function register(update: Record<string, unknown> = {}, count = 2): void {
+  function register(update: Record<string, unknown> = {}, group: Record<string, unknown> = {}): void {
     const job = serviceJob('web');
     harness.fake.cluster.registerJob({
       ...job,
       Update: { ...(job.Update as object), ...update },
-      TaskGroups: [{ ...(job.TaskGroups as object[])[0], Count: count }],
+      TaskGroups: [{ ...(job.TaskGroups as object[])[0], ...group }],
     });
   }
 
@@ -169,6 +169,22 @@ describe('waitForDeployment() over a scripted cluster', () => {
       ok: false,
       rule: 'unhealthy-allocations',
       reason: '1 allocation unhealthy (auto_revert: Nomad rolls back to the latest stable version)',
+    });
+  });
+
+  test('no reschedule attempt allowed: an unhealthy allocation fails the deployment at once, as Nomad\'s shouldFailEarly does', async () => {
+    register({}, { ReschedulePolicy: { Attempts: 0, Interval: 0, Delay: 30e9, DelayFunction: 'exponential', MaxDelay: 3600e9, Unlimited: false } });
+    const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0 }));
+    const { cluster } = harness.fake;
+    const [first] = cluster.placeAllocations('web');
+    await driveTo(harness.clock, START + 900);
+    cluster.failTask(first!.ID, 'main', { exitCode: 1 });
+    await driveTo(harness.clock, START + 1_500);
+    expect(settled.at).toBe(START + 900);
+    expect(settled.result).toMatchObject({
+      ok: false,
+      rule: 'reschedule-exhausted',
+      reason: '1 allocation unhealthy; Failed due to unhealthy allocations: no reschedule attempt left for web.app[0]',
     });
   });
 

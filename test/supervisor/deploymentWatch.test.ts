@@ -127,6 +127,23 @@ describe('DeploymentWatch progress deadline', () => {
     expect(other.clock.pending()).toBe(0);
   });
 
+  test('reschedule attempts: the slot\'s earlier failures within the interval count; the last allowed one waits for the deadline', () => {
+    const clock = new VirtualClock({ start: START });
+    const policy = { Attempts: 2, Interval: 60e9, Unlimited: false };
+    const watch = new DeploymentWatch('web', 'default', 0, { clock, reschedulePolicies: { app: policy } });
+    watch.onDeployment(deployment(12, { app: group({ DesiredTotal: 2 }) }));
+    expect(watch.onVerdict('a1', 'd1', 'web.app[0]', { ...failed, at: START + 1_000 })).toBeUndefined();
+    // Another slot, and the first slot's failure more than the interval before: neither counts.
+    expect(watch.onVerdict('b1', 'd1', 'web.app[1]', { ...failed, at: START + 2_000 })).toBeUndefined();
+    expect(watch.onVerdict('a2', 'd1', 'web.app[0]', { ...failed, at: START + 62_000 })).toBeUndefined();
+    expect(watch.onVerdict('a3', 'd1', 'web.app[0]', { ...failed, at: START + 63_000 })).toBeUndefined();
+    expect(watch.onVerdict('a4', 'd1', 'web.app[0]', { ...failed, at: START + 64_000 })).toMatchObject({
+      ok: false,
+      rule: 'reschedule-exhausted',
+      reason: '5 allocations unhealthy; Failed due to unhealthy allocations: no reschedule attempt left for web.app[0]',
+    });
+  });
+
   test('without a clock nothing is timed: only updates settle it', () => {
     const watch = new DeploymentWatch('web', 'default', 0);
     watch.onDeployment(deployment(12, { app: group() }));
