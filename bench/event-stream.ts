@@ -20,14 +20,10 @@ import { nomadEventStream } from '../src/nomad/eventStream.js';
 import { parseNomadJson } from '../src/nomad/json.js';
 import { NdjsonDecoder } from '../src/nomad/ndjson.js';
 import { benchLines } from './event-stream-input.js';
+import { median, numberOption } from './support/figures.js';
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const at = args.indexOf(`--${name}`);
-  return at === -1 ? fallback : Number(args[at + 1]);
-};
-const targetBytes = option('mb', 50) * 1_000_000;
-const rounds = option('rounds', 5);
+const targetBytes = numberOption('mb', 50) * 1_000_000;
+const rounds = numberOption('rounds', 5);
 
 const { lines, bytes } = benchLines(targetBytes);
 const events = lines.reduce((n, line) => n + (JSON.parse(line) as { Events: unknown[] }).Events.length, 0);
@@ -44,11 +40,6 @@ const address = await new Promise<string>((resolve, reject) => {
   });
   server.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
 });
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 
 interface Timing {

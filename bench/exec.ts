@@ -15,6 +15,7 @@ import { ExecClient } from '../src/exec/execClient.js';
 import { decodeServerFrame } from '../src/nomad/exec/frames.js';
 import { execUrl } from '../src/nomad/exec/request.js';
 import { attachFakeExec } from '../src/testing/fakeExec/attachFakeExec.js';
+import { median } from './support/figures.js';
 
 const BYTES = 100_000_000;
 const RUNS = 5;
@@ -22,12 +23,6 @@ const TTFB_RUNS = 30;
 const ALLOC = 'bench-alloc';
 const BIG = ['head', '-c', String(BYTES), '/dev/zero'];
 const SMALL = ['echo', 'x'];
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] ?? 0) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
-};
 
 async function main(): Promise<void> {
   const workdir = mkdtempSync(join(tmpdir(), 'warden-bench-exec-'));

@@ -25,11 +25,10 @@ import { HealthRegistry, allocationView, healthPolicyFor } from '../src/health/i
 import { parseNomadJson } from '../src/nomad/json.js';
 import { readScenario } from '../src/testing/recording.js';
 import type { Allocation, Job, TaskGroup } from '../src/nomad/types.js';
+import { numberOption } from './support/figures.js';
 import { heapUsed } from './support/heap.js';
 
-const args = process.argv.slice(2);
-const at = args.indexOf('--allocations');
-const ALLOCATIONS = at === -1 ? 100_000 : Number(args[at + 1]);
+const ALLOCATIONS = numberOption('allocations', 100_000);
 const ACTOR_BASELINE = Math.min(ALLOCATIONS, 20_000);
 
 

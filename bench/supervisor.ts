@@ -21,15 +21,11 @@ import { VirtualClock, settle } from '../src/clock/index.js';
 import { NomadClient } from '../src/nomad/client.js';
 import { createSupervisor } from '../src/supervisor/index.js';
 import { benchStream } from './supervisor-input.js';
+import { median, numberOption } from './support/figures.js';
 import { heapUsed } from './support/heap.js';
 
-const args = process.argv.slice(2);
-const option = (name: string, fallback: number): number => {
-  const at = args.indexOf(`--${name}`);
-  return at === -1 ? fallback : Number(args[at + 1]);
-};
-const ALLOCATIONS = option('allocations', 10_000);
-const BATCH = option('batch', 100);
+const ALLOCATIONS = numberOption('allocations', 10_000);
+const BATCH = numberOption('batch', 100);
 
 const wallNow = (): number => performance.timeOrigin + performance.now();
 const cpuMs = (): number => {
@@ -47,8 +43,7 @@ function parseBaseline(): { eventsPerSec: number; cpuMsPerEvent: number } {
     for (const line of stream.lines) JSON.parse(line.raw);
     runs.push({ rate: stream.events / ((performance.now() - start) / 1000), cpu: (cpuMs() - cpu) / stream.events });
   }
-  const median = <T>(values: T[], key: (v: T) => number): number => values.map(key).sort((a, b) => a - b)[2]!;
-  return { eventsPerSec: median(runs, (r) => r.rate), cpuMsPerEvent: median(runs, (r) => r.cpu) };
+  return { eventsPerSec: median(runs.map((r) => r.rate)), cpuMsPerEvent: median(runs.map((r) => r.cpu)) };
 }
 
 async function until(condition: () => boolean, what: string): Promise<void> {
