@@ -172,6 +172,24 @@ describe('waitForDeployment() over a scripted cluster', () => {
     });
   });
 
+  test('max_parallel 1 over longer than progress_deadline: each healthy allocation buys another deadline, so it succeeds', async () => {
+    register({ ProgressDeadline: 10e9, HealthyDeadline: 8e9, MaxParallel: 1 }, { Count: 3 });
+    const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0 }));
+    const { cluster } = harness.fake;
+    // One at a time, each started 3 s after placement and healthy 2 s later: healthy at +5, +10.5, +16 s,
+    // past the first deadline (+10 s) that FakeNomad, which never moves it, still advertises.
+    for (const placedAt of [0, 5_500, 11_000]) {
+      await driveTo(harness.clock, START + placedAt);
+      const [alloc] = cluster.placeAllocations('web', { count: 1 });
+      await driveTo(harness.clock, START + placedAt + 3_000);
+      cluster.startTask(alloc!.ID);
+      expect(settled.result).toBeUndefined();
+    }
+    await driveTo(harness.clock, START + 30_000);
+    expect(settled.result).toMatchObject({ ok: true });
+    expect(settled.at).toBe(START + 16_000);
+  });
+
   test('no reschedule attempt allowed: an unhealthy allocation fails the deployment at once, as Nomad\'s shouldFailEarly does', async () => {
     register({}, { ReschedulePolicy: { Attempts: 0, Interval: 0, Delay: 30e9, DelayFunction: 'exponential', MaxDelay: 3600e9, Unlimited: false } });
     const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0 }));
