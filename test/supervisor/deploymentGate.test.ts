@@ -105,6 +105,17 @@ describe('waitForDeployment() over a scripted cluster', () => {
     });
   }
 
+  /** Job `web` registered with `update` / `group`, its two allocations placed, the first failing at +700 ms. */
+  async function failFirst(update: Record<string, unknown>, group: Record<string, unknown> = {}, failFast = false) {
+    register(update, group);
+    const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0, failFast }));
+    const [first] = harness.fake.cluster.placeAllocations('web');
+    await driveTo(harness.clock, START + 700);
+    harness.fake.cluster.failTask(first!.ID, 'main', { exitCode: 1 });
+    await driveTo(harness.clock, START + 1_500);
+    return { ...settled, first: first! };
+  }
+
   test('the first allocation fails, its replacement becomes healthy: success, as Nomad would conclude', async () => {
     register();
     const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0 }));
@@ -124,15 +135,9 @@ describe('waitForDeployment() over a scripted cluster', () => {
   });
 
   test('failFast: the same cluster fails at the first failure', async () => {
-    register();
-    const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0, failFast: true }));
-    const { cluster } = harness.fake;
-    const [first] = cluster.placeAllocations('web');
-    await driveTo(harness.clock, START + 1_000);
-    cluster.failTask(first!.ID, 'main', { exitCode: 1 });
-    await driveTo(harness.clock, START + 1_500);
-    expect(settled.result).toMatchObject({ ok: false, rule: 'fail-fast', unhealthy: [{ allocId: first!.ID, reasons: { main: 'Unhealthy because of failed task' } }] });
-    expect(settled.at).toBe(START + 1_000);
+    const { result, at, first } = await failFirst({}, {}, true);
+    expect(result).toMatchObject({ ok: false, rule: 'fail-fast', unhealthy: [{ allocId: first.ID, reasons: { main: 'Unhealthy because of failed task' } }] });
+    expect(at).toBe(START + 700);
   });
 
   test('no replacement: fails at the deadline Warden computes, pushed on by its own healthy verdict', async () => {
@@ -156,20 +161,26 @@ describe('waitForDeployment() over a scripted cluster', () => {
     });
   });
 
-  test('progress_deadline = 0: fails at the first unhealthy allocation, and says auto_revert rolls back', async () => {
-    register({ ProgressDeadline: 0, AutoRevert: true });
-    const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0 }));
-    const { cluster } = harness.fake;
-    const [first] = cluster.placeAllocations('web');
-    await driveTo(harness.clock, START + 700);
-    cluster.failTask(first!.ID, 'main', { exitCode: 1 });
-    await driveTo(harness.clock, START + 1_000);
-    expect(settled.at).toBe(START + 700);
-    expect(settled.result).toMatchObject({
-      ok: false,
-      rule: 'unhealthy-allocations',
-      reason: '1 allocation unhealthy (auto_revert: Nomad rolls back to the latest stable version)',
-    });
+  const noReschedule = { Attempts: 0, Interval: 0, Delay: 30e9, DelayFunction: 'exponential', MaxDelay: 3600e9, Unlimited: false };
+  test.each([
+    [
+      'progress_deadline = 0: Nomad fails at the first unhealthy allocation (and auto_revert rolls back)',
+      { ProgressDeadline: 0, AutoRevert: true },
+      {},
+      'unhealthy-allocations',
+      '1 allocation unhealthy (auto_revert: Nomad rolls back to the latest stable version)',
+    ],
+    [
+      'no reschedule attempt allowed: an unhealthy allocation fails the deployment at once (Nomad\'s shouldFailEarly)',
+      {},
+      { ReschedulePolicy: noReschedule },
+      'reschedule-exhausted',
+      '1 allocation unhealthy; Failed due to unhealthy allocations: no reschedule attempt left for web.app[0]',
+    ],
+  ])('%s', async (_title, update, group, rule, reason) => {
+    const { result, at } = await failFirst(update, group);
+    expect(at).toBe(START + 700);
+    expect(result).toMatchObject({ ok: false, rule, reason });
   });
 
   test('max_parallel 1 over longer than progress_deadline: each healthy allocation buys another deadline, so it succeeds', async () => {
@@ -188,22 +199,6 @@ describe('waitForDeployment() over a scripted cluster', () => {
     await driveTo(harness.clock, START + 30_000);
     expect(settled.result).toMatchObject({ ok: true });
     expect(settled.at).toBe(START + 16_000);
-  });
-
-  test('no reschedule attempt allowed: an unhealthy allocation fails the deployment at once, as Nomad\'s shouldFailEarly does', async () => {
-    register({}, { ReschedulePolicy: { Attempts: 0, Interval: 0, Delay: 30e9, DelayFunction: 'exponential', MaxDelay: 3600e9, Unlimited: false } });
-    const settled = follow(harness, harness.supervisor.waitForDeployment('web', { version: 0 }));
-    const { cluster } = harness.fake;
-    const [first] = cluster.placeAllocations('web');
-    await driveTo(harness.clock, START + 900);
-    cluster.failTask(first!.ID, 'main', { exitCode: 1 });
-    await driveTo(harness.clock, START + 1_500);
-    expect(settled.at).toBe(START + 900);
-    expect(settled.result).toMatchObject({
-      ok: false,
-      rule: 'reschedule-exhausted',
-      reason: '1 allocation unhealthy; Failed due to unhealthy allocations: no reschedule attempt left for web.app[0]',
-    });
   });
 
   test('canaries healthy and waiting for a manual promotion: resolves awaitingPromotion rather than waiting', async () => {
