@@ -11,7 +11,7 @@
 import type { Subscription } from 'rxjs';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
 import { allocationHealthMachine, type AllocationHealthState } from '../../machines/allocationHealth.js';
-import { healthyAt } from '../../machines/allocationHealthRules.js';
+import { formatGoDuration, healthyAt } from '../../machines/allocationHealthRules.js';
 import type { AllocationHealthContext, HealthOutcome, HealthPolicySource } from '../../machines/allocationHealthTypes.js';
 import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
 import type { ExecSessionContext } from '../../machines/execSession.js';
@@ -56,6 +56,9 @@ export interface AllocationInfo {
     source: HealthPolicySource;
     minHealthyTimeMs: number;
     healthyDeadlineMs: number;
+    /** The two durations as Nomad writes them ("10s", "5m0s"), so the page need not format Go durations. */
+    minHealthyTime: string;
+    healthyDeadline: string;
     useChecks: boolean;
     checks: { task: string; service: string; name: string; onUpdate: string }[];
   };
@@ -176,6 +179,8 @@ function allocationInfo(supervised: SupervisedAllocation, previous: AllocationIn
       source: health.policy.source,
       minHealthyTimeMs: health.policy.minHealthyTimeMs,
       healthyDeadlineMs: health.policy.healthyDeadlineMs,
+      minHealthyTime: formatGoDuration(health.policy.minHealthyTimeMs),
+      healthyDeadline: formatGoDuration(health.policy.healthyDeadlineMs),
       useChecks: health.policy.useChecks,
       checks: health.policy.expectedChecks.map(({ task, service, name, onUpdate }) => ({ task, service, name, onUpdate })),
     },

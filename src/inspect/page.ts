@@ -128,12 +128,6 @@ export const PAGE_SCRIPT = `'use strict';
   const pad = (n, w = 2) => String(n).padStart(w, '0');
   const clock = (t) => { const d = new Date(t); return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()) + '.' + pad(d.getUTCMilliseconds(), 3); };
   const day = (t) => new Date(t).toISOString().slice(0, 10);
-  const goDuration = (ms) => {
-    if (ms === 0) return '0s';
-    if (ms < 1000) return ms + 'ms';
-    const h = Math.floor(ms / 3600000), m = Math.floor((ms % 3600000) / 60000), s = (ms % 60000) / 1000;
-    return (h ? h + 'h' : '') + (h || m ? m + 'm' : '') + s + 's';
-  };
   const relative = (t) => {
     const d = Math.round((t - state.now) / 100) / 10;
     return d === 0 ? 'now' : d > 0 ? 'in ' + d + 's' : Math.abs(d) + 's ago';
@@ -264,8 +258,8 @@ export const PAGE_SCRIPT = `'use strict';
     const policy = $('policy'); policy.replaceChildren();
     row(policy, 'from', { update: 'update block (deployment)', migrate: 'migrate block', 'opt-in': 'opt-in policy' }[a.policy.source] || a.policy.source);
     row(policy, 'health_check', a.policy.useChecks ? 'checks' : 'task_states');
-    row(policy, 'min_healthy_time', goDuration(a.policy.minHealthyTimeMs));
-    row(policy, 'healthy_deadline', goDuration(a.policy.healthyDeadlineMs));
+    row(policy, 'min_healthy_time', a.policy.minHealthyTime);
+    row(policy, 'healthy_deadline', a.policy.healthyDeadline);
     row(policy, 'expected checks', a.policy.checks.length ? a.policy.checks.map((c) => (c.task || 'group') + '/' + c.service + '/' + c.name + ' (' + c.onUpdate + ')').join(', ') : 'none');
     const tasks = $('tasks').tBodies[0]; tasks.replaceChildren();
     for (const task of a.tasks) {

@@ -33,6 +33,8 @@ describe('the inspection server', () => {
       for (const record of inspected.verdicts) {
         const shown = allocations.get(record.alloc.allocId)!;
         expect(shown).toMatchObject({ finished: true, jobId: record.alloc.jobId, name: record.alloc.name, taskGroup: record.alloc.taskGroup });
+        // The job's update block says min_healthy_time = "2s", healthy_deadline = "20s": shown in the same words.
+        expect(shown.policy).toMatchObject({ minHealthyTimeMs: 2000, minHealthyTime: '2s', healthyDeadlineMs: 20_000, healthyDeadline: '20s' });
         const outcome = record.outcome;
         if ('stopped' in outcome) {
           expect(shown.verdict).toEqual({ healthy: null, at: outcome.at, reasons: [] });
