@@ -236,7 +236,8 @@ export class DeploymentWatch {
     const groups = Object.entries(deployment.TaskGroups ?? {});
     const unhealthy = this.unhealthyOf(deployment.ID);
     if (unhealthy.length > 0 && this.options.failFast) return this.fail('fail-fast', plural(unhealthy.length, 'allocation') + ' unhealthy');
-    const strict = groups.filter(([group, state]) => !durationMs(state.ProgressDeadline) && this.inGroup(unhealthy, deployment.ID, group).length > 0);
+    // An unreadable progress_deadline is not taken for 0: the deadline then goes untimed rather than failing at once.
+    const strict = groups.filter(([group, state]) => durationMs(state.ProgressDeadline) === 0 && this.inGroup(unhealthy, deployment.ID, group).length > 0);
     if (strict.length > 0) return this.fail('unhealthy-allocations', plural(unhealthy.length, 'allocation') + ' unhealthy');
     const stuck = unhealthy.filter((alloc) => !this.rescheduleEligible(alloc, unhealthy));
     if (stuck.length > 0) {

@@ -144,6 +144,16 @@ describe('DeploymentWatch progress deadline', () => {
     });
   });
 
+  test('bad deployment fields: an unreadable ProgressDeadline or RequireProgressBy neither fails at once nor times a deadline', () => {
+    const { clock, watch, settled } = watching();
+    const bad = group({ ProgressDeadline: 'soon' as unknown as number, RequireProgressBy: 'tomorrow' });
+    expect(watch.onDeployment(deployment(12, { app: bad }))).toBeUndefined();
+    expect(watch.onVerdict('a1', 'd1', 'web.app[0]', { ...failed, at: START + 1_000 })).toBeUndefined();
+    expect(clock.pending()).toBe(0);
+    expect(watch.onVerdict('a2', 'd1', 'web.app[1]', { healthy: true, at: START + 5_000, reasons: {} })).toMatchObject({ ok: true });
+    expect(settled).toEqual([]);
+  });
+
   test('without a clock nothing is timed: only updates settle it', () => {
     const watch = new DeploymentWatch('web', 'default', 0);
     watch.onDeployment(deployment(12, { app: group() }));
