@@ -97,14 +97,8 @@ export const execSessionMachine = setup({
       invoke: {
         id: 'transport',
         src: 'transport',
-        input: ({ context }) => ({
-          sessionId: context.sessionId,
-          allocId: context.allocId,
-          task: context.task,
-          command: context.command,
-          tty: context.tty,
-          ...(context.timeoutMs === undefined ? {} : { timeoutMs: context.timeoutMs }),
-        }),
+        // The context is the input plus the outcome.
+        input: ({ context: { outcome: _outcome, ...input } }) => input,
         onError: { target: 'failed', actions: { type: 'recordTransportError', params: ({ event }) => ({ error: event.error }) } },
       },
       on: {
