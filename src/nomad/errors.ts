@@ -7,6 +7,9 @@
 /** Longest piece of a body kept in an error: enough for any Nomad message, bounded for logs. */
 const EXCERPT_LIMIT = 2048;
 
+/** Nomad's texts for a refused token (nomad/structs/errors.go). */
+const ACL_REFUSAL = /^(Permission denied|ACL token not found|ACL token expired)$/i;
+
 function excerpt(text: string): string {
   return text.length <= EXCERPT_LIMIT ? text : `${text.slice(0, EXCERPT_LIMIT)}… (${text.length} chars)`;
 }
@@ -34,6 +37,14 @@ export class NomadHttpError extends NomadError {
     super(`Nomad ${method} ${path}: ${status}${trimmed === '' ? '' : ` (${trimmed})`}`);
     this.name = 'NomadHttpError';
     this.body = excerpt(body);
+  }
+
+  /**
+   * The token was refused: a 403, or Nomad's ACL texts in a 500 (Nomad up to 1.9 answers an event
+   * stream the token may not read with 500 `Permission denied`).
+   */
+  get isPermissionDenied(): boolean {
+    return this.status === 403 || (this.status === 500 && ACL_REFUSAL.test(this.body.trim()));
   }
 
   /** Register refused because of EnforceIndex (Nomad reports it as a 500 with this prefix). */
@@ -84,12 +95,15 @@ export class NomadConnectionError extends NomadError {
   }
 }
 
-/** The event stream ended or broke: raw error text from Nomad, a truncated line, or a plain close. */
+/**
+ * The event stream ended or broke: raw error text from Nomad, a truncated line, a plain close, or
+ * (`empty`) a close before the first byte, which is how Nomad 2.x refuses a subscription.
+ */
 export class NomadStreamError extends NomadError {
   readonly code = 'NOMAD_STREAM_ERROR';
 
   constructor(
-    readonly reason: 'server-error' | 'truncated' | 'closed' | 'malformed' | 'idle',
+    readonly reason: 'server-error' | 'truncated' | 'closed' | 'empty' | 'malformed' | 'idle',
     message: string,
   ) {
     super(message);
@@ -99,10 +113,13 @@ export class NomadStreamError extends NomadError {
 
 /**
  * Worth retrying: the network, time limits, garbled or broken bodies, 408, 429 and 5xx. Any other
- * 4xx (bad parameter, ACL) will not change by asking again. Errors that are not NomadErrors are
- * not retried: they are bugs to surface.
+ * 4xx (bad parameter, ACL) will not change by asking again, nor will a refused token that Nomad
+ * reports as a 500. Errors that are not NomadErrors are not retried: they are bugs to surface.
  */
 export function isRetryable(error: unknown): boolean {
-  if (error instanceof NomadHttpError) return error.status >= 500 || error.status === 429 || error.status === 408;
+  if (error instanceof NomadHttpError) {
+    if (error.isPermissionDenied) return false;
+    return error.status >= 500 || error.status === 429 || error.status === 408;
+  }
   return error instanceof NomadError;
 }

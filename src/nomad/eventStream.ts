@@ -18,8 +18,13 @@
  *   the ones that changed are delivered as synthetic `Resync` events (list, then watch).
  * - Freshness: an allocation is never delivered with a ModifyIndex at or below one already
  *   delivered.
- * - A 4xx other than 408/429 (bad topic, ACL) ends the Observable with the NomadHttpError: asking
- *   again will not help. Everything else is retried.
+ * - A 4xx other than 408/429 (bad topic, ACL), or a refused token reported as a 500 (Nomad up to
+ *   1.9), ends the Observable with the NomadHttpError: asking again will not help. Everything else
+ *   is retried.
+ * - Nomad 2.x cannot send an error status once it has taken over the connection: it answers a
+ *   subscription it refuses (ACL, region forwarding) with 200 and closes before the first `{}`.
+ *   Such closes are counted (StreamState.emptyCloses) and retried with back-off, and their error
+ *   says what they most likely mean.
  */
 import { BehaviorSubject, Observable, defer, distinctUntilChanged, finalize, retry, share, throwError, timer } from 'rxjs';
 import type { Clock } from '../clock/index.js';
@@ -53,7 +58,15 @@ export interface StreamState {
   skippedEvents: number;
   /** Whole batch lines that did not decode, skipped so far (each reported once). */
   skippedBatches: number;
+  /**
+   * Connections in a row that Nomad closed without sending a byte (not even its first heartbeat,
+   * which it writes at once): Nomad 2.x's way of refusing a subscription, most likely the token.
+   */
+  emptyCloses: number;
 }
+
+/** From this many empty closes in a row, the error calls it a likely refusal. */
+export const EMPTY_CLOSES_SUSPECTED_REFUSAL = 2;
 
 export interface EventBatch {
   /** Raft index of the frame; for a resync batch, the listing's X-Nomad-Index. */
@@ -103,6 +116,7 @@ class StreamSession {
   failures = 0;
   skippedEvents = 0;
   skippedBatches = 0;
+  emptyCloses = 0;
   /** Frames below the index the caller asked to start from are not theirs (closest-batch replay). */
   private readonly startIndex: number;
   private needsResync: boolean;
@@ -125,12 +139,12 @@ class StreamSession {
     this.startIndex = options.index ?? 0;
     this.needsResync = options.resyncOnStart ?? false;
     this.scope = resyncScope(options.topics);
-    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: 0, failures: 0, skippedEvents: 0, skippedBatches: 0 });
+    this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: 0, failures: 0, skippedEvents: 0, skippedBatches: 0, emptyCloses: 0 });
   }
 
   setStatus(status: StreamStatus, extra: Partial<StreamState> = {}): void {
-    const { lastIndex, failures, skippedEvents, skippedBatches } = this;
-    this.state.next({ status, lastIndex, failures, skippedEvents, skippedBatches, ...extra });
+    const { lastIndex, failures, skippedEvents, skippedBatches, emptyCloses } = this;
+    this.state.next({ status, lastIndex, failures, skippedEvents, skippedBatches, emptyCloses, ...extra });
   }
 
   /** One connection: never completes; fails (to be retried) when the stream breaks or ends. */
@@ -194,10 +208,16 @@ class StreamSession {
       this.setStatus('streaming');
       armIdle();
       const decoder = new NdjsonDecoder();
+      let received = false;
       for await (const chunk of response.body) {
         armIdle();
+        if (!received && chunk.length > 0) {
+          received = true;
+          this.emptyCloses = 0;
+        }
         for (const line of decoder.push(chunk)) this.handleLine(line, deliver);
       }
+      if (!received) throw emptyClose(++this.emptyCloses);
       throw endOfStream(decoder.end());
     } catch (error) {
       // An abort of ours (idle) carries its own reason; undici reports it as a generic abort.
@@ -316,6 +336,18 @@ class StreamSession {
 function unusableLine(line: string, error: NomadDecodeError): NomadStreamError {
   if (!line.startsWith('{')) return endOfStream(line);
   return new NomadStreamError('malformed', `undecodable event stream line naming no batch index to skip: ${error.message} (near ${JSON.stringify(lineExcerpt(line, error))})`);
+}
+
+/** A 200 closed before its first byte, the `count`th time in a row. */
+function emptyClose(count: number): NomadStreamError {
+  const base = 'Nomad closed the event stream before sending anything, not even its first heartbeat';
+  if (count < EMPTY_CLOSES_SUSPECTED_REFUSAL) return new NomadStreamError('empty', base);
+  return new NomadStreamError(
+    'empty',
+    `${base} (${count} times in a row): likely a permission problem. Nomad 2.x refuses a subscription this way ` +
+      'instead of a 403: check that the token may read the topics asked for in this namespace (read-job for Job, ' +
+      'Evaluation, Allocation and Deployment; a management token for topic *)',
+  );
 }
 
 function endOfStream(rest: string): NomadStreamError {

@@ -13,4 +13,4 @@ export type SupervisorInput =
   | { kind: 'job'; job: Job; index: number }
   | { kind: 'connection'; state: Exclude<ConnectionState, 'stopped'>; attempt?: number; retryInMs?: number; reason?: string; index?: number }
   /** An event that could not be used (wrong shape): reported with its index and skipped; or the stream gave up. */
-  | { kind: 'problem'; problem: 'bad-payload' | 'stream-failed'; message: string; index?: number };
+  | { kind: 'problem'; problem: 'bad-payload' | 'stream-failed' | 'stream-refused'; message: string; index?: number };

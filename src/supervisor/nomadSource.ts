@@ -2,7 +2,8 @@ import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, type 
 import type { Clock } from '../clock/index.js';
 import type { NomadClient } from '../nomad/client.js';
 import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type SkippedEvent } from '../nomad/eventFrames.js';
-import { nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
+import { NomadHttpError } from '../nomad/errors.js';
+import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
 import type { NomadEvent } from '../nomad/types.js';
 import type { SupervisorInput } from './inputs.js';
 import type { ResolvedScope } from './scope.js';
@@ -65,10 +66,23 @@ function connectionInput(state: StreamState, clock: Clock): SupervisorInput | un
         reason: state.error?.message ?? 'connection lost',
       };
     case 'failed':
-      return { kind: 'problem', problem: 'stream-failed', message: `event stream gave up: ${state.error?.message ?? 'unknown error'}` };
+      return { kind: 'problem', problem: 'stream-failed', message: `event stream gave up: ${failureText(state.error)}` };
     case 'stopped':
       return undefined;
   }
+}
+
+/** Reported once per run of empty closes; the connection state carries the same reason throughout. */
+function refusalInput(state: StreamState): SupervisorInput | undefined {
+  if (state.status !== 'backingOff' || state.emptyCloses !== EMPTY_CLOSES_SUSPECTED_REFUSAL) return undefined;
+  return { kind: 'problem', problem: 'stream-refused', message: state.error?.message ?? 'event stream closed before its first byte' };
+}
+
+function failureText(error: Error | undefined): string {
+  if (error instanceof NomadHttpError && error.isPermissionDenied) {
+    return `the token may not read topics ${SUPERVISOR_TOPICS.join(', ')} (${error.message})`;
+  }
+  return error?.message ?? 'unknown error';
 }
 
 /**
@@ -85,7 +99,7 @@ export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Cl
   const states = combineLatest(streams.map((stream) => stream.state)).pipe(
     map(combinedState),
     distinctUntilChanged((a, b) => a.status === b.status && a.failures === b.failures),
-    map((state) => connectionInput(state, clock)),
+    concatMap((state) => [refusalInput(state), connectionInput(state, clock)]),
   );
   return merge(
     states.pipe(concatMap((input) => (input ? [input] : []))),

@@ -34,10 +34,12 @@ export type ConnectionState = 'connecting' | 'streaming' | 'resyncing' | 'backin
 export interface SupervisorProblem {
   /**
    * `stream-failed`: the event stream gave up for good (a refused token, a bad topic).
+   * `stream-refused`: Nomad keeps closing the event stream before its first byte, Nomad 2.x's way of
+   * refusing a subscription (most likely the token); reported once per run of such closes, retried.
    * `consul-unavailable`: a Consul health query failed; it is retried with back-off, and allocations
    * judged by their checks wait meanwhile.
    */
-  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'consul-unavailable';
+  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'stream-refused' | 'consul-unavailable';
   message: string;
   allocId?: string;
   /** Raft index of the offending batch, when known. */

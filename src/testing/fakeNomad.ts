@@ -22,7 +22,7 @@ import type { BlockingContext } from './nomad/blocking.js';
 import { ClusterState } from './nomad/clusterState.js';
 import { NomadApiError } from './nomad/errors.js';
 import { EventBroker } from './nomad/eventBroker.js';
-import { EventStreamSession, parseStreamRequest } from './nomad/eventStream.js';
+import { EventStreamSession, parseStreamRequest, refuseAfterHead } from './nomad/eventStream.js';
 import { FaultSwitches } from './nomad/faults.js';
 import { SeededRandom } from './nomad/ids.js';
 import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
@@ -39,7 +39,17 @@ export interface FakeNomadTlsOptions {
   requestClientCert?: boolean;
 }
 
+/**
+ * The Nomad whose wire behaviour the fake plays where versions differ (nomad-protocol §10).
+ * `1.1.2` (default): the recorded agent. `2.0`: `Authorization: Bearer` accepted (1.4+); the event
+ * stream close-delimited and never compressed, a refused subscription a 200 closed before its first
+ * byte; exec token and command errors as close frames after the upgrade (2.0.3+).
+ */
+export type FakeNomadVersion = '1.1.2' | '2.0';
+
 export interface FakeNomadOptions {
+  /** Which Nomad's wire behaviour to play where versions differ. Default `1.1.2`. */
+  version?: FakeNomadVersion;
   clock?: Clock;
   tls?: FakeNomadTlsOptions;
   /** When set, ACLs are on: requests need this X-Nomad-Token (403 otherwise). */
@@ -184,11 +194,17 @@ export class FakeNomad {
     const method = req.method ?? 'GET';
     const failure = this.faults.takeFailure(url.pathname);
     if (failure) throw new NomadApiError(failure.status, failure.body);
-    this.checkToken(req, url.pathname);
+    const v2 = this.options.version === '2.0';
+    // Nomad 2.x checks the token after taking over the stream's connection: see below.
+    if (!(v2 && url.pathname === '/v1/event/stream')) this.checkToken(req, url.pathname);
     if (url.pathname === '/v1/event/stream') {
       if (method !== 'GET') throw new NomadApiError(405, 'Invalid method');
       const request = parseStreamRequest(url.searchParams, this.options.namespaceWildcard === true);
-      const session = new EventStreamSession(req, res, request, this.broker, this.clock, this.faults.takeStreamPlan(), (s) => this.streams.delete(s));
+      if (v2 && this.tokenRefusal(req, url.pathname) !== undefined) {
+        refuseAfterHead(res);
+        return;
+      }
+      const session = new EventStreamSession(req, res, request, this.broker, this.clock, this.faults.takeStreamPlan(), (s) => this.streams.delete(s), v2);
       this.streams.add(session);
       session.start();
       return;
@@ -200,10 +216,25 @@ export class FakeNomad {
 
   /** ACL check as Nomad 1.1.2 answers it: an unknown token is "ACL token not found", none at all lacks permission. */
   private checkToken(req: IncomingMessage, path: string): void {
-    if (this.options.token === undefined || path === '/v1/status/leader') return;
-    const token = req.headers['x-nomad-token'];
-    if (token === this.options.token) return;
-    if (token === undefined || token === '') throw new NomadApiError(path === '/v1/event/stream' ? 500 : 403, 'Permission denied');
-    throw new NomadApiError(403, 'ACL token not found');
+    const refusal = this.tokenRefusal(req, path);
+    if (refusal !== undefined) throw refusal;
   }
+
+  private tokenRefusal(req: IncomingMessage, path: string): NomadApiError | undefined {
+    if (this.options.token === undefined || path === '/v1/status/leader') return undefined;
+    const token = requestToken(req, this.options.version === '2.0');
+    if (token === this.options.token) return undefined;
+    if (token === undefined || token === '') return new NomadApiError(path === '/v1/event/stream' ? 500 : 403, 'Permission denied');
+    return new NomadApiError(403, 'ACL token not found');
+  }
+}
+
+/** X-Nomad-Token, else (Nomad 1.4+) `Authorization: Bearer` (command/agent/http.go parseToken). */
+function requestToken(req: IncomingMessage, bearer: boolean): string | undefined {
+  const header = req.headers['x-nomad-token'];
+  const value = typeof header === 'string' ? header : undefined;
+  if (value !== undefined && value !== '') return value;
+  if (!bearer) return value;
+  const match = /^bearer\s+(\S+)/i.exec(req.headers.authorization ?? '');
+  return match?.[1];
 }

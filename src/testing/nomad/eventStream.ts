@@ -2,7 +2,8 @@
  * GET /v1/event/stream as Nomad 1.1.2 serves it: validated parameters (400 with Go's texts),
  * chunked NDJSON, `{}` at once and every 30 s on the fake's clock, the closest-batch replay from
  * the broker's buffer, then live batches filtered by topic, key and namespace. Stream faults act
- * on the lines written here.
+ * on the lines written here. With `closeDelimited`, as Nomad 2.x serves it from a hijacked
+ * connection: `Connection: close`, no chunking, never compressed, the body ends at the TCP close.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createGzip, constants as zlib } from 'node:zlib';
@@ -42,6 +43,23 @@ export function parseStreamRequest(query: URLSearchParams, namespaceWildcard: bo
   return { index, filter: { topics, namespace: query.get('namespace') || 'default', namespaceWildcard } };
 }
 
+/** The stream's status and headers; close-delimited as Nomad 2.x writes them on its hijacked connection. */
+function writeStreamHead(res: ServerResponse, closeDelimited: boolean): void {
+  res.statusCode = 200;
+  res.setHeader('Cache-Control', 'no-cache');
+  res.setHeader('Content-Type', 'application/json');
+  res.setHeader('Vary', 'Accept-Encoding');
+  if (!closeDelimited) return;
+  res.useChunkedEncodingByDefault = false;
+  res.setHeader('Connection', 'close');
+}
+
+/** Nomad 2.x refusing a subscription (ACL): the 200 is already written, so the body just ends empty. */
+export function refuseAfterHead(res: ServerResponse): void {
+  writeStreamHead(res, true);
+  res.end();
+}
+
 interface Sink {
   write(text: string): void;
   end(text?: string): void;
@@ -55,8 +73,8 @@ function cutSocket(res: ServerResponse): void {
   else res.destroy();
 }
 
-function sinkFor(req: IncomingMessage, res: ServerResponse): Sink {
-  if (!/\bgzip\b/i.test(String(req.headers['accept-encoding'] ?? ''))) {
+function sinkFor(req: IncomingMessage, res: ServerResponse, compressible: boolean): Sink {
+  if (!compressible || !/\bgzip\b/i.test(String(req.headers['accept-encoding'] ?? ''))) {
     return { write: (text) => res.write(text), end: (text) => res.end(text), cut: () => cutSocket(res), destroy: () => res.destroy() };
   }
   res.setHeader('Content-Encoding', 'gzip');
@@ -92,13 +110,11 @@ export class EventStreamSession {
     private readonly clock: Clock,
     plan: StreamFaultPlan | undefined,
     private readonly onClose: (session: EventStreamSession) => void,
+    closeDelimited = false,
   ) {
     this.faults = plan && new StreamFaultState(plan);
-    res.statusCode = 200;
-    res.setHeader('Cache-Control', 'no-cache');
-    res.setHeader('Content-Type', 'application/json');
-    res.setHeader('Vary', 'Accept-Encoding');
-    this.sink = sinkFor(req, res);
+    writeStreamHead(res, closeDelimited);
+    this.sink = sinkFor(req, res, !closeDelimited);
     res.on('close', () => this.close());
   }
 
