@@ -19,7 +19,9 @@ export interface ConsulConfig {
   tls?: NomadTlsOptions;
 }
 
-export const DEFAULT_CONSUL_ADDRESS = 'http://127.0.0.1:8500';
+/** Consul's default agent, without a scheme: CONSUL_HTTP_SSL decides between http and https. */
+const DEFAULT_CONSUL_HOST = '127.0.0.1:8500';
+export const DEFAULT_CONSUL_ADDRESS = `http://${DEFAULT_CONSUL_HOST}`;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -75,7 +77,7 @@ export function consulAddress(address: string, ssl = false): string {
 export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<ConsulConfig> = {}): ConsulConfig {
   const sslValue = set(env, 'CONSUL_HTTP_SSL');
   const config: ConsulConfig = {
-    address: consulAddress(set(env, 'CONSUL_HTTP_ADDR') ?? '127.0.0.1:8500', sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),
+    address: consulAddress(set(env, 'CONSUL_HTTP_ADDR') ?? DEFAULT_CONSUL_HOST, sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),
   };
   const tokenFile = set(env, 'CONSUL_HTTP_TOKEN_FILE');
   const token = (tokenFile === undefined ? undefined : readConfigFile(tokenFile, 'CONSUL_HTTP_TOKEN_FILE', consulConfigError).trim()) || set(env, 'CONSUL_HTTP_TOKEN');
