@@ -4,8 +4,7 @@
  * X-Nomad-Index only; failures are NomadApiErrors turned into Nomad's text answers.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BlockingContext } from './blocking.js';
-import { parseBlocking, waitForIndex } from './blocking.js';
+import { parseBlocking, waitForIndex, type BlockingContext } from './blocking.js';
 import type { ClusterState, Table } from './clusterState.js';
 import { NomadApiError } from './errors.js';
 import { decodeBody } from './goJson.js';
