@@ -4,8 +4,7 @@
  * reach". Expectations are derived from expected.json (what Nomad 1.1.2 concluded) and the three
  * documented differences between 1.1.2 and today's tracker, never typed in per allocation.
  */
-import { durationMs, parseNomadTime } from '../../src/health/index.js';
-import type { HealthOutcome, OptInHealthPolicy } from '../../src/health/index.js';
+import { durationMs, parseNomadTime, type HealthOutcome, type OptInHealthPolicy } from '../../src/health/index.js';
 import { formatGoDuration } from '../../machines/allocationHealthRules.js';
 import { isHeartbeatLine, listScenarios } from '../../src/testing/recording.js';
 import type { Job, TaskGroup } from '../../src/nomad/types.js';
