@@ -8,6 +8,8 @@
  *   GET /v1/job/:id/versions answers every version Nomad keeps, so one request fills them all.
  * - A failure is kept for `failureTtlMs` on the clock (an outage does not turn into one request
  *   per allocation), then asked again.
+ * - A purge (Nomad 2.x publishes JobDeregistered with `Deleted: true`) forgets the job: a job
+ *   registered again under the same ID starts over at version 0 with another spec.
  * - The version an allocation runs: its own (JobVersion in list stubs, Job.Version when embedded),
  *   else its deployment's JobVersion, else the newest version registered at or before the
  *   allocation was created (JobModifyIndex <= CreateIndex).
@@ -49,7 +51,7 @@ export type JobSource = Pick<NomadClient, 'getJobVersions' | 'getJob' | 'getDepl
 type Entry = { job: Job } | { error: JobUnavailableError; until: number };
 
 const DEFAULT_NAMESPACE = 'default';
-const key = (namespace: string, jobId: string, version: number | 'latest' | 'versions'): string =>
+const key = (namespace: string, jobId: string, version: number | 'latest' | 'versions' | ''): string =>
   `${namespace}\u0000${jobId}\u0000${version}`;
 
 function namespaceOf(value: { Namespace?: string }): string {
@@ -80,10 +82,21 @@ export class JobCache {
     this.failureTtlMs = options.failureTtlMs ?? 30_000;
   }
 
-  /** Takes what an event carries: the Job of Job events, the job version of Deployment events. */
+  /** Takes what an event carries: the Job of Job events (a purge forgets it), the job version of Deployment events. */
   observe(event: NomadEvent): void {
-    if (isJobEvent(event)) this.remember(event.Payload.Job);
-    else if (isDeploymentEvent(event)) this.rememberDeployment(event.Payload.Deployment);
+    if (isJobEvent(event)) {
+      if (event.Payload.Deleted === true) this.forget(namespaceOf(event.Payload.Job), event.Payload.Job.ID);
+      else this.remember(event.Payload.Job);
+    } else if (isDeploymentEvent(event)) this.rememberDeployment(event.Payload.Deployment);
+  }
+
+  /** Forgets every version of a purged job, and any failure remembered for it. */
+  forget(namespace: string, jobId: string): void {
+    const prefix = key(namespace, jobId, '');
+    for (const entryKey of [...this.entries.keys()]) {
+      if (entryKey.startsWith(prefix)) this.entries.delete(entryKey);
+    }
+    this.registrations.delete(key(namespace, jobId, 'versions'));
   }
 
   remember(job: Job, namespace = namespaceOf(job)): void {

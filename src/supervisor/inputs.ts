@@ -10,7 +10,8 @@ export type SupervisorInput =
   | { kind: 'allocation'; allocation: Allocation; index: number }
   | { kind: 'evaluation'; evaluation: Evaluation; index: number }
   | { kind: 'deployment'; deployment: Deployment; index: number }
-  | { kind: 'job'; job: Job; index: number }
+  /** `deleted`: the job was purged (Nomad 2.x's JobDeregistered with `Deleted: true`). */
+  | { kind: 'job'; job: Job; index: number; deleted?: boolean }
   | { kind: 'connection'; state: Exclude<ConnectionState, 'stopped'>; attempt?: number; retryInMs?: number; reason?: string; index?: number }
   /** An event that could not be used (wrong shape): reported with its index and skipped; or the stream gave up. */
   | { kind: 'problem'; problem: 'bad-payload' | 'stream-failed' | 'stream-refused'; message: string; index?: number };

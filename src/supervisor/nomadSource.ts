@@ -27,7 +27,7 @@ function toInput(event: NomadEvent, index: number): SupervisorInput | undefined 
   }
   if (isEvaluationEvent(event)) return { kind: 'evaluation', evaluation: event.Payload.Evaluation, index };
   if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
-  if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index };
+  if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index, ...(event.Payload.Deleted === true ? { deleted: true } : {}) };
   // Other topics are not ours (the stream has already skipped events of ours without their object).
   return undefined;
 }

@@ -395,7 +395,8 @@ export class Supervisor implements ExecTarget {
       case 'deployment':
         return this.onDeployment(input.deployment);
       case 'job':
-        return this.jobs.remember(input.job);
+        // A purge forgets the job's versions; its allocations end as their own updates say.
+        return input.deleted === true ? this.jobs.forget(input.job.Namespace || 'default', input.job.ID) : this.jobs.remember(input.job);
       case 'connection':
         return this.onConnection(input);
       case 'problem':

@@ -43,7 +43,7 @@ export interface FakeNomadTlsOptions {
  * The Nomad whose wire behaviour the fake plays where versions differ (nomad-protocol §10).
  * `1.1.2` (default): the recorded agent. `2.0`: `Authorization: Bearer` accepted (1.4+); the event
  * stream close-delimited and never compressed, a refused subscription a 200 closed before its first
- * byte; exec token and command errors as close frames after the upgrade (2.0.3+).
+ * byte; a purge published as JobDeregistered with `Deleted: true`; exec token and command errors as close frames after the upgrade (2.0.3+).
  */
 export type FakeNomadVersion = '1.1.2' | '2.0';
 
@@ -90,6 +90,7 @@ export class FakeNomad {
     const random = new SeededRandom(options.seed ?? 1);
     this.broker = new EventBroker(options.eventBufferSize ?? 100);
     this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
+    this.cluster.publishPurges = options.version === '2.0';
     this.blocking = { clock, random, onChange: (listener) => this.cluster.onChange(listener) };
   }
 

@@ -53,6 +53,8 @@ export class ClusterState extends ClusterStore {
   readonly nodeName = 'fake-nomad';
   /** The node's computed class ("v1:" and a 64-bit hash in Nomad). */
   private readonly computedClass: string;
+  /** Nomad 2.x: a purge publishes JobDeregistered with the job as it was and `Deleted: true` (none in 1.1.2). */
+  publishPurges = false;
 
   constructor(
     clock: Clock,
@@ -104,7 +106,10 @@ export class ClusterState extends ClusterStore {
     return jobStatus({ ...job, Stop: false }, allocs, [{ Status: 'pending' }]);
   }
 
-  /** DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event), and stops its allocations. */
+  /**
+   * DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event, or with
+   * publishPurges Nomad 2.x's `Deleted: true` one), and stops its allocations.
+   */
   deregisterJob(id: string, options: { namespace?: string; purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
     const namespace = options.namespace ?? 'default';
     const record = this.jobs.get(jobKey(namespace, id));
@@ -113,6 +118,7 @@ export class ClusterState extends ClusterStore {
       this.touch('jobs', 'job_version', 'evals');
       if (options.purge) {
         this.jobs.delete(jobKey(namespace, id));
+        if (this.publishPurges) this.publish('Job', 'JobDeregistered', record.current, { Deleted: true });
       } else {
         const index = this.current.index;
         const job: JsonObject = { ...record.current, Stop: true, ModifyIndex: index, JobModifyIndex: index, Version: Number(record.current.Version) + 1, SubmitTime: this.nowNanos() };

@@ -89,7 +89,8 @@ export class ClusterStore {
     return nanosFromMillis(this.clock.now());
   }
 
-  protected publish(topic: string, type: string, object: JsonObject): void {
+  /** `extra` goes beside the object in the payload (Nomad 2.x's `Deleted: true` on a purge). */
+  protected publish(topic: string, type: string, object: JsonObject, extra: JsonObject = {}): void {
     const events = this.current.batches[this.current.batches.length - 1]!;
     const jobId = String(object.JobID ?? object.ID);
     const filterKeys =
@@ -98,7 +99,7 @@ export class ClusterStore {
     const existing = events.findIndex((e) => e.Topic === topic && e.Key === object.ID);
     const event: StreamEvent = {
       Topic: topic, Type: type, Key: String(object.ID), Namespace: String(object.Namespace ?? 'default'),
-      FilterKeys: filterKeys, Index: this.current.index, Payload: { [topic]: structuredClone(payload) },
+      FilterKeys: filterKeys, Index: this.current.index, Payload: { [topic]: structuredClone(payload), ...extra },
     };
     if (existing >= 0) events[existing] = event;
     else events.push(event);
