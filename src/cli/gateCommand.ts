@@ -5,8 +5,7 @@ import { nomadConfigFromEnv } from '../nomad/config.js';
 import { consulConfigWhenSet } from '../consul/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
-import type { DeploymentFailureRule } from '../supervisor/deploymentWatch.js';
-import { deploymentJson, describeDeployment, paint } from '../supervisor/describe.js';
+import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
 import { interruptSignal, type CommandIo } from './watchCommand.js';
 
 /**
@@ -35,12 +34,6 @@ export const GATE_UNREACHABLE = 2;
 export const GATE_AWAITING_PROMOTION = 3;
 
 const DEFAULT_TIMEOUT_S = 900;
-
-/** The rules whose headline ("N allocations unhealthy") does not say itself what ended the deployment. */
-const RULE_NOTES: Partial<Record<DeploymentFailureRule, string>> = {
-  'unhealthy-allocations': 'Failed due to unhealthy allocations: the group has no progress_deadline',
-  'fail-fast': '--fail-fast: the first unhealthy allocation ends the gate',
-};
 
 function isUnreachable(error: unknown): boolean {
   return error instanceof NomadConnectionError || error instanceof NomadTimeoutError;
@@ -74,14 +67,9 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
       say([`${paint('✘', 'bad', style)} ${jobId} version ${version}: ${reason}`], { type: 'deployment', ok: false, jobId, version, reason });
       return GATE_UNHEALTHY;
     }
-    if (outcome.ok && outcome.awaitingPromotion) {
-      const line = `${paint('⏸', 'note', style)} ${jobId} version ${version}: ${outcome.healthy.length} canary allocation(s) healthy, awaiting promotion (nomad deployment promote ${outcome.deploymentId})`;
-      say([line], JSON.parse(deploymentJson(outcome)) as object);
-      return GATE_AWAITING_PROMOTION;
-    }
-    const note = outcome.ok ? undefined : RULE_NOTES[outcome.rule];
-    say([...describeDeployment(outcome, style), ...(note ? [`  ${note}`] : [])], JSON.parse(deploymentJson(outcome)) as object);
-    return outcome.ok ? GATE_HEALTHY : GATE_UNHEALTHY;
+    say(describeDeployment(outcome, style), deploymentRecord(outcome));
+    if (!outcome.ok) return GATE_UNHEALTHY;
+    return outcome.awaitingPromotion ? GATE_AWAITING_PROMOTION : GATE_HEALTHY;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     if (isUnreachable(error)) {

@@ -1,6 +1,6 @@
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import type { AllocationRef, StateChange, VerdictRecord } from './types.js';
-import type { DeploymentResult } from './deploymentWatch.js';
+import type { DeploymentFailureRule, DeploymentResult } from './deploymentWatch.js';
 
 /**
  * One line per supervisor happening, for people (`warden watch`, `warden demo`, `warden gate`)
@@ -83,14 +83,21 @@ export function describeEvaluation(outcome: EvaluationOutcome, options: Describe
 }
 
 /** The gate's report: a headline, then each unhealthy allocation with its per-task reasons. */
+/** The failure rules whose headline ("N allocations unhealthy") does not itself say what ended the deployment. */
+const RULE_NOTES: Partial<Record<DeploymentFailureRule, string>> = {
+  'unhealthy-allocations': 'Failed due to unhealthy allocations: the group has no progress_deadline',
+  'fail-fast': '--fail-fast: the first unhealthy allocation ends the gate',
+};
+
 export function describeDeployment(result: DeploymentResult, options: DescribeOptions = {}): string[] {
-  const job = `${result.jobId} version ${result.version}`;
-  if (result.ok) {
+  const job = paint(`${result.jobId} version ${result.version}`, 'bold', options);
+  if (result.ok && result.awaitingPromotion) {
     return [
-      `${paint('✔', 'good', options)} ${paint(job, 'bold', options)}: deployment healthy, ${result.healthy.length} allocation(s) healthy`,
+      `${paint('⏸', 'note', options)} ${job}: ${result.healthy.length} canary allocation(s) healthy, awaiting promotion (nomad deployment promote ${result.deploymentId})`,
     ];
   }
-  const lines = [`${paint('✘', 'bad', options)} ${paint(job, 'bold', options)}: ${result.reason}`];
+  if (result.ok) return [`${paint('✔', 'good', options)} ${job}: deployment healthy, ${result.healthy.length} allocation(s) healthy`];
+  const lines = [`${paint('✘', 'bad', options)} ${job}: ${result.reason}`];
   for (const alloc of result.unhealthy) {
     lines.push(`  ${[alloc.name, alloc.allocId].filter(Boolean).join(' ')}`);
     const tasks = Object.entries(alloc.reasons).sort(([a], [b]) => a.localeCompare(b));
@@ -98,9 +105,12 @@ export function describeDeployment(result: DeploymentResult, options: DescribeOp
     for (const [task, reason] of tasks) lines.push(`    ${task}: ${reason}`);
   }
   if (result.evaluation) lines.push(...describeEvaluation(result.evaluation, options).map((line) => `  ${line}`));
+  const note = RULE_NOTES[result.rule];
+  if (note) lines.push(`  ${note}`);
   return lines;
 }
 
-export function deploymentJson(result: DeploymentResult): string {
-  return JSON.stringify({ type: 'deployment', ...result });
+/** The deployment result as one `--json` record. */
+export function deploymentRecord(result: DeploymentResult): { type: 'deployment' } & DeploymentResult {
+  return { type: 'deployment', ...result };
 }

@@ -61,7 +61,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
 
 export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
-export type { DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
+export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
 export type { Logger, LogFields, LogLevel } from './logger.js';
 export type { SupervisorScope } from './scope.js';
