@@ -90,7 +90,10 @@ export function healthyAt(context: AllocationHealthContext): number | null {
   return Math.max(tasksAt, context.checksPassingSince + context.policy.minHealthyTimeMs);
 }
 
-/** The next moment the machine must be woken with a `tick`, or null when it waits on events only. */
+/**
+ * The next moment the machine must be woken (an `observe` carrying only the time): when it becomes
+ * healthy if nothing changes, else its deadline. Null once it has decided.
+ */
 export function wakeAt(context: AllocationHealthContext): number | null {
   if (context.outcome !== null) return null;
   const healthy = healthyAt(context);
