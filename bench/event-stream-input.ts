@@ -1,8 +1,6 @@
 /** Input of bench/event-stream.ts: the recorded many_allocs stream, repeated to a size. */
-import { join } from 'node:path';
-import { isHeartbeatLine, readStreamRecording } from '../src/testing/recording.js';
-
-const recording = join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs', 'stream.jsonl');
+import { isHeartbeatLine } from '../src/testing/recording.js';
+import { manyAllocs } from './support/manyAllocs.js';
 
 /** The recording again, raft indexes shifted by `offset`, so each copy is new to the client. */
 function shifted(lines: readonly string[], offset: number): string[] {
@@ -11,7 +9,7 @@ function shifted(lines: readonly string[], offset: number): string[] {
 
 /** Copies of the recorded data lines until they reach `targetBytes` (with newlines). */
 export function benchLines(targetBytes: number): { lines: string[]; bytes: number } {
-  const data = readStreamRecording(recording)
+  const data = manyAllocs().stream
     .filter((line) => !isHeartbeatLine(line))
     .map((line) => line.raw);
   const lines: string[] = [];

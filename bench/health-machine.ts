@@ -15,7 +15,6 @@
  *
  *   npx tsx bench/health-machine.ts [--allocations 100000]
  */
-import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createActor, type Actor } from 'xstate';
 import { allocationHealthMachine } from '../machines/allocationHealth.js';
@@ -23,9 +22,9 @@ import type { AllocationView, HealthPolicy, TaskView } from '../machines/allocat
 import { VirtualClock } from '../src/clock/index.js';
 import { HealthRegistry, allocationView, healthPolicyFor } from '../src/health/index.js';
 import { parseNomadJson } from '../src/nomad/json.js';
-import { readScenario } from '../src/testing/recording.js';
 import type { Allocation, Job, TaskGroup } from '../src/nomad/types.js';
 import { numberOption } from './support/figures.js';
+import { manyAllocs } from './support/manyAllocs.js';
 import { heapUsed } from './support/heap.js';
 
 const ALLOCATIONS = numberOption('allocations', 100_000);
@@ -33,7 +32,7 @@ const ACTOR_BASELINE = Math.min(ALLOCATIONS, 20_000);
 
 
 // ---- the recorded events: one allocation's "task pending" and "task running" updates ----
-const scenario = readScenario(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs'));
+const scenario = manyAllocs();
 interface RecordedEvent {
   Topic: string;
   Type: string;

@@ -4,9 +4,9 @@
  * Nomad 1.1.2 sent in the recorded many_allocs scenario. Each running update carries a StartedAt
  * 2 s in the past, so with min_healthy_time 1 s the update itself completes health.
  */
-import { join } from 'node:path';
 import { parseLossless, stringifyLossless } from '../src/testing/losslessJson.js';
-import { isHeartbeatLine, readScenario, type RecordedLine } from '../src/testing/recording.js';
+import { isHeartbeatLine, type RecordedLine } from '../src/testing/recording.js';
+import { manyAllocs } from './support/manyAllocs.js';
 
 type Json = Record<string, unknown>;
 export interface BenchEvent {
@@ -35,7 +35,7 @@ export interface BenchStream {
 const RUNNING_AT = 10_000;
 
 export function benchStream(allocations: number, batchSize: number): BenchStream {
-  const scenario = readScenario(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs'));
+  const scenario = manyAllocs();
   const recorded = scenario.stream
     .filter((line) => !isHeartbeatLine(line))
     .flatMap((line) => (parseLossless(line.raw) as unknown as { Events: BenchEvent[] }).Events);
