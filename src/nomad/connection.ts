@@ -47,7 +47,11 @@ export function tlsConnectOptions(config: NomadConfig): NomadConnectOptions {
   return options;
 }
 
-/** Headers every request to the cluster carries: the ACL token, when there is one. */
+/**
+ * Headers every request to the cluster carries: the ACL token, when there is one. X-Nomad-Token,
+ * not `Authorization: Bearer`: every Nomad reads X-Nomad-Token (and checks it first), Bearer only
+ * 1.4+; the exec websocket's upgrade carries the same header.
+ */
 export function nomadAuthHeaders(config: NomadConfig): Record<string, string> {
   return config.token === undefined ? {} : { 'x-nomad-token': config.token };
 }

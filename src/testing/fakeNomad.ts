@@ -27,7 +27,7 @@ import { FaultSwitches } from './nomad/faults.js';
 import { SeededRandom } from './nomad/ids.js';
 import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
 import { matchRoute } from './nomad/routes.js';
-import { sendText } from './nomad/wire.js';
+import { requestToken, sendText } from './nomad/wire.js';
 
 export interface FakeNomadTlsOptions {
   /** PEM server certificate and key. */
@@ -167,6 +167,7 @@ export class FakeNomad {
       lookup: clusterExecTargets(this.cluster, root),
       ...(options?.env === undefined ? {} : { env: options.env }),
       ...(this.options.token === undefined ? {} : { token: this.options.token }),
+      errorsAfterUpgrade: this.options.version === '2.0',
     });
   }
 
@@ -230,12 +231,3 @@ export class FakeNomad {
   }
 }
 
-/** X-Nomad-Token, else (Nomad 1.4+) `Authorization: Bearer` (command/agent/http.go parseToken). */
-function requestToken(req: IncomingMessage, bearer: boolean): string | undefined {
-  const header = req.headers['x-nomad-token'];
-  const value = typeof header === 'string' ? header : undefined;
-  if (value !== undefined && value !== '') return value;
-  if (!bearer) return value;
-  const match = /^bearer\s+(\S+)/i.exec(req.headers.authorization ?? '');
-  return match?.[1];
-}

@@ -64,7 +64,7 @@ const CAUSES: readonly [RegExp, ErrorClass, string][] = [
   [/task not found|unknown task name|task ".*" (not started yet|is not running)/i, ExecTaskNotFoundError, 'task not found or not running'],
   [/failed to start command|command is not present|failed to marshal command|executable file not found/i, ExecCommandStartError, 'command could not start'],
   // After the command patterns: a command that cannot start may also say "permission denied".
-  [/permission denied|acl token not found/i, ExecPermissionDeniedError, 'permission denied'],
+  [/permission denied|acl token (not found|expired)/i, ExecPermissionDeniedError, 'permission denied'],
 ];
 
 function fromReason(

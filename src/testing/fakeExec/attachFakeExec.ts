@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
+import { requestToken } from '../nomad/wire.js';
 import { resolveExecutable, spawnLocal, type LocalProcess } from './processes.js';
 
 /** What the fake knows of an allocation. */
@@ -21,6 +22,11 @@ export interface FakeExecOptions {
   env?: Readonly<Record<string, string>>;
   /** ACLs on: the upgrade needs this X-Nomad-Token, refused with 403 before it as Nomad 1.1.2 does. */
   token?: string;
+  /**
+   * Nomad 2.0.3+: the upgrade comes first, so a refused token or a bad `command` is a close frame
+   * after it (1008 for a 4xx, 1011 for a 500) instead of an HTTP error; `Authorization: Bearer` works.
+   */
+  errorsAfterUpgrade?: boolean;
 }
 
 export interface FakeExec {
@@ -62,21 +68,23 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       if (server.listenerCount('upgrade') === 1) refuse(socket, 404, '');
       return;
     }
-    const denied = tokenProblem(request, options.token);
-    if (denied !== undefined) {
-      refuse(socket, 403, denied);
-      return;
-    }
     if (crossOrigin(request)) {
       refuse(socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
       return;
     }
+    const denied = tokenProblem(request, options.token, options.errorsAfterUpgrade === true);
     const command = parseCommand(url.searchParams.get('command'));
-    if (typeof command === 'string') {
-      refuse(socket, 500, command);
+    const problem = denied !== undefined ? { status: 403, text: denied } : typeof command === 'string' ? { status: 500, text: command } : undefined;
+    if (problem !== undefined && options.errorsAfterUpgrade !== true) {
+      refuse(socket, problem.status, problem.text);
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
+      // command/agent/websockets.go wrapWebsocketHandler: toWsCode(code) after the upgrade.
+      if (problem !== undefined || typeof command === 'string') {
+        closeWith(ws, problem?.status === 500 ? 1011 : 1008, problem?.text ?? '');
+        return;
+      }
       const allocId = decodePathSegment(match[1] ?? '');
       const tty = /^(1|t|true)$/i.test(url.searchParams.get('tty') ?? 'false');
       start(ws, allocId, url.searchParams.get('task') ?? '', command, tty);
@@ -239,9 +247,9 @@ function refuse(socket: Duplex, status: number, body: string): void {
 }
 
 /** Nomad 1.1.2's answers: no token lacks permission, a wrong one is not found. */
-function tokenProblem(request: IncomingMessage, token: string | undefined): string | undefined {
+function tokenProblem(request: IncomingMessage, token: string | undefined, bearer: boolean): string | undefined {
   if (token === undefined) return undefined;
-  const given = request.headers['x-nomad-token'];
+  const given = requestToken(request, bearer);
   if (given === token) return undefined;
   return given === undefined || given === '' ? 'Permission denied' : 'ACL token not found';
 }

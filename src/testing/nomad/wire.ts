@@ -75,3 +75,12 @@ export function readBody(req: IncomingMessage, limit = 32 * 1024 * 1024): Promis
     req.on('error', reject);
   });
 }
+
+/** The request's ACL token: X-Nomad-Token, else (`bearer`: Nomad 1.4+) `Authorization: Bearer` (http.go parseToken). */
+export function requestToken(req: IncomingMessage, bearer: boolean): string | undefined {
+  const header = req.headers['x-nomad-token'];
+  const value = typeof header === 'string' ? header : undefined;
+  if (value !== undefined && value !== '') return value;
+  if (!bearer) return value;
+  return /^bearer\s+(\S+)/i.exec(req.headers.authorization ?? '')?.[1];
+}
