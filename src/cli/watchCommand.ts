@@ -17,6 +17,7 @@ import { startInspector } from '../inspect/inspector.js';
  */
 
 export interface WatchOptions {
+  /** Namespaces to watch; default the environment's NOMAD_NAMESPACE, else "default". */
   namespace?: string[];
   jobPrefix?: string[];
   json?: boolean;
@@ -52,12 +53,13 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   // First: a port in use fails the command before anything else is opened.
   const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] });
   const nomad = new NomadClient(config, { ...io.transport, clock });
+  const namespaces = options.namespace ?? (config.namespace === undefined ? undefined : [config.namespace]);
   const supervisor = createSupervisor({
     nomad,
     clock,
     ...(inspector ? { inspect: inspector.inspect } : {}),
     ...(consul ? { consul } : {}),
-    scope: { ...(options.namespace ? { namespaces: options.namespace } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
+    scope: { ...(namespaces ? { namespaces } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
   });
   inspector?.attach(supervisor);
   const line = (human: string, json: object): void => io.write(options.json ? JSON.stringify(json) : human);
@@ -115,10 +117,9 @@ export function registerWatchCommand(program: Command): void {
     .option('--json', 'one JSON object a line')
     .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
     .action(async (options: Omit<WatchOptions, 'inspect'> & { inspect?: number | true }) => {
-      const namespaces = options.namespace ?? (process.env.NOMAD_NAMESPACE ? [process.env.NOMAD_NAMESPACE] : undefined);
       const { inspect, ...rest } = options;
       process.exitCode = await watch(
-        { ...rest, ...(namespaces ? { namespace: namespaces } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
+        { ...rest, ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
         { env: process.env, write: (text) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY },
       );
     });

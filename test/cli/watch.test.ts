@@ -49,6 +49,13 @@ describe('warden watch', () => {
     expect(objects.filter((o) => o.type === 'connection').map((o) => (o as { state?: string }).state)).toContain('streaming');
   });
 
+  test('NOMAD_NAMESPACE in the environment it is given scopes the watch, as the Nomad CLI', async () => {
+    const { lines, exitCode } = await watchDuring('failed_task', false, { NOMAD_NAMESPACE: 'elsewhere' });
+    expect(exitCode).toBe(0);
+    expect(lines).toContainEqual(expect.stringMatching(/\[streaming events\]/));
+    expect(lines.filter((l) => l.includes('failed-task.app[0]'))).toEqual([]);
+  });
+
   test('a refused token ends the watch with exit code 2, the token never printed', async () => {
     const clock = new VirtualClock({ start: Date.UTC(2026, 10, 29, 17) });
     const fake = await FakeNomad.start({ clock, token: 'right-token' });
