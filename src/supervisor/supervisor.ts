@@ -91,6 +91,10 @@ interface Waiter<T> {
 }
 
 /** Allocations that ended before we ever saw them run need no judging (old versions, purged jobs). */
+const NOMAD_CHECKS_UNREAD =
+  'Nomad\'s own check results (provider = "nomad"), which Nomad serves only one allocation at a time ' +
+  '(GET /v1/allocation/:id/checks, Nomad 1.4+) and this supervisor does not poll';
+
 function longFinished(allocation: Allocation): boolean {
   const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
   const ended = allocation.ClientStatus === 'complete' || allocation.ClientStatus === 'failed' || allocation.ClientStatus === 'lost';
@@ -494,9 +498,11 @@ export class Supervisor implements ExecTarget {
     if (!decision.watched) return { reason: decision.reason };
     if (checksRequired(decision.policy)) {
       const groupSpec = (job.TaskGroups ?? []).find((candidate) => candidate.Name === group);
+      // Nomad's own checks first: a Consul source would not help them. Nomad's tracker reads their
+      // results on the client; the API serves them per allocation only (no listing, no event).
       const missing =
-        this.consul === undefined ? 'a Consul source this supervisor does not have'
-        : groupSpec !== undefined && hasNomadProviderChecks(groupSpec) ? 'Nomad\'s own check results (provider = "nomad"), which this supervisor does not read'
+        groupSpec !== undefined && hasNomadProviderChecks(groupSpec) ? NOMAD_CHECKS_UNREAD
+        : this.consul === undefined ? 'a Consul source this supervisor does not have'
         : undefined;
       if (missing !== undefined) return { reason: `group ${group} is judged by its service checks (health_check = "checks"), which need ${missing}` };
     }

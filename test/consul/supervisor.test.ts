@@ -116,7 +116,9 @@ describe('checks Consul cannot see', () => {
       await driveTo(h.clock, START + 1_000);
       expect(await verdict).toMatchObject({
         name: 'AllocationNotJudgedError',
-        reason: 'group app is judged by its service checks (health_check = "checks"), which need Nomad\'s own check results (provider = "nomad"), which this supervisor does not read',
+        reason:
+          'group app is judged by its service checks (health_check = "checks"), which need Nomad\'s own check results (provider = "nomad"), ' +
+          'which Nomad serves only one allocation at a time (GET /v1/allocation/:id/checks, Nomad 1.4+) and this supervisor does not poll',
       });
     } finally {
       await h.close();

@@ -1,0 +1,71 @@
+/**
+ * The supervisor against newer Nomads (nomad-protocol §10): groups judged by Nomad's own checks
+ * (provider = "nomad", 1.3+) are left unjudged with a reason that names them, Consul or not; a
+ * deployment that is `initializing` (1.5+) is not an end; allocations on a disconnected client
+ * (ClientStatus unknown, 1.3+) are judged from their tasks as Nomad's tracker does.
+ */
+import { DeploymentWatch } from '../../src/supervisor/deploymentWatch.js';
+import type { Deployment } from '../../src/nomad/types.js';
+import { serviceJob } from '../testing/helpers.js';
+import { driveTo, startHarness } from './support/harness.js';
+
+const START = Date.UTC(2026, 10, 29, 19);
+
+test('a group with Nomad-provider checks and no Consul source: the reason names Nomad\'s checks, not Consul', async () => {
+  const h = await startHarness(START);
+  try {
+    const base = serviceJob('native');
+    const group = (base.TaskGroups as Record<string, unknown>[])[0]!;
+    const task = (group.Tasks as Record<string, unknown>[])[0]!;
+    const services = [{ Name: 'web', PortLabel: 'http', Provider: 'nomad', Checks: [{ Name: 'alive', Type: 'http', Path: '/', Interval: 1e9, Timeout: 1e9 }] }];
+    h.fake.cluster.registerJob({
+      ...base,
+      Update: { ...(base.Update as object), HealthCheck: 'checks' },
+      TaskGroups: [{ ...group, Count: 1, Tasks: [{ ...task, Services: services }] }],
+    });
+    const [alloc] = h.fake.cluster.placeAllocations('native');
+    const verdict = h.supervisor.verdict(alloc!.ID).catch((error: unknown) => error);
+    await driveTo(h.clock, START + 1_000);
+    const error = await verdict;
+    expect(error).toMatchObject({ name: 'AllocationNotJudgedError' });
+    expect((error as { reason: string }).reason).toMatch(/provider = "nomad".*GET \/v1\/allocation\/:id\/checks/);
+    expect((error as { reason: string }).reason).not.toMatch(/Consul/);
+  } finally {
+    await h.close();
+  }
+});
+
+test('an allocation whose client disconnects (ClientStatus unknown) while min_healthy_time runs is still judged healthy on time', async () => {
+  const h = await startHarness(START);
+  try {
+    h.fake.cluster.registerJob(serviceJob('web'));
+    const [alloc] = h.fake.cluster.placeAllocations('web', { count: 1 });
+    await driveTo(h.clock, START + 500);
+    h.fake.cluster.startTask(alloc!.ID);
+    await driveTo(h.clock, START + 1_000);
+    h.fake.cluster.patchAllocation(alloc!.ID, { ClientStatus: 'unknown' });
+    await driveTo(h.clock, START + 3_000);
+    expect(h.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 2_500, reasons: {} }]);
+    expect(h.problems).toEqual([]);
+  } finally {
+    await h.close();
+  }
+});
+
+describe('a deployment that is initializing (Nomad 1.5+)', () => {
+  const deployment = (status: string, modifyIndex: number): Deployment =>
+    ({
+      ID: 'd1', Namespace: 'default', JobID: 'web', JobVersion: 0, Status: status, StatusDescription: `Deployment is ${status}`,
+      TaskGroups: status === 'initializing' ? {} : { app: { DesiredTotal: 1, PlacedAllocs: 0, HealthyAllocs: 0, UnhealthyAllocs: 0, DesiredCanaries: 0, Promoted: false, RequireProgressBy: null } },
+      CreateIndex: 5, ModifyIndex: modifyIndex,
+    }) as unknown as Deployment;
+
+  it('is not an end: the watch settles on the verdicts of the deployment once it runs', () => {
+    const watch = new DeploymentWatch('web', 'default', 0);
+    expect(watch.onDeployment(deployment('initializing', 5))).toBeUndefined();
+    expect(watch.settled).toBeUndefined();
+    expect(watch.onDeployment(deployment('running', 6))).toBeUndefined();
+    const result = watch.onVerdict('a1', 'd1', 'web.app[0]', { healthy: true, at: START, reasons: {} });
+    expect(result).toMatchObject({ ok: true, deploymentId: 'd1' });
+  });
+});
