@@ -346,7 +346,7 @@ function emptyClose(count: number): NomadStreamError {
     'empty',
     `${base} (${count} times in a row): likely a permission problem. Nomad 2.x refuses a subscription this way ` +
       'instead of a 403: check that the token may read the topics asked for in this namespace (read-job for Job, ' +
-      'Evaluation, Allocation and Deployment; a management token for topic *)',
+      'Evaluation, Allocation and Deployment; a management token for topic *), and that the region can be reached',
   );
 }
 

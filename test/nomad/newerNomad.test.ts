@@ -51,17 +51,18 @@ function follow(client: NomadClient, clock: VirtualClock, gzip = false) {
 }
 
 /**
- * A Nomad 2.x that refuses the event stream as it does after its hijack (status line and headers,
- * then the close) until `allow()`, and lists no allocations.
+ * A scripted Nomad 2.x: the event stream is the status line and headers (as written after the
+ * hijack), then `body` (`{}` and frames; none at all is a refusal) and, for a refusal, the close.
+ * It lists no allocations.
  */
-async function refusingNomad() {
-  let allowed = false;
+async function scriptedNomad(body = '') {
+  let streamBody = body;
   const server = createServer((req, res) => {
     if (req.url?.startsWith('/v1/event/stream')) {
       res.useChunkedEncodingByDefault = false;
       res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache', Connection: 'close' });
-      if (allowed) res.write('{}\n');
-      else res.end();
+      if (streamBody === '') res.end();
+      else res.write(streamBody);
       return;
     }
     res.writeHead(200, { 'Content-Type': 'application/json', 'X-Nomad-Index': '1' }).end('[]');
@@ -69,7 +70,7 @@ async function refusingNomad() {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     address: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    allow: () => void (allowed = true),
+    allow: () => void (streamBody = '{}\n'),
     close: () => {
       server.closeAllConnections();
       return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -119,7 +120,7 @@ describe('a refused subscription', () => {
   });
 
   it('an empty close is retried with back-off (failures keep counting), called a likely permission problem from the 2nd in a row, and forgotten once bytes arrive', async () => {
-    const server = await refusingNomad();
+    const server = await scriptedNomad();
     const clock = new VirtualClock();
     const client = new NomadClient({ address: server.address, token: 'secret-token' }, { clock });
     const run = follow(client, clock);
@@ -173,7 +174,7 @@ describe('a refused subscription', () => {
   });
 
   it('the supervisor source reports the refusal once per run as a stream-refused problem, the connection state says why each time', async () => {
-    const server = await refusingNomad();
+    const server = await scriptedNomad();
     const clock = new VirtualClock();
     const client = new NomadClient({ address: server.address }, { clock });
     const inputs: SupervisorInput[] = [];
@@ -214,5 +215,37 @@ describe('FakeNomad 2.0 authentication', () => {
       expect([version, response.statusCode]).toEqual([version, status]);
       await env.close();
     }
+  });
+});
+
+describe('topics and payload keys Nomad 1.1.2 did not have', () => {
+  const event = (topic: string, type: string, payload: Record<string, unknown>) =>
+    ({ Topic: topic, Type: type, Key: 'k', Namespace: 'default', FilterKeys: null, Index: 7, Payload: payload });
+  const allocation = { ID: 'a1', JobID: 'web', TaskGroup: 'app', Namespace: 'default', ClientStatus: 'running', DesiredStatus: 'run', ModifyIndex: 7 };
+  const frame = {
+    Index: 7,
+    Events: [
+      event('Service', 'ServiceRegistration', { Service: { ID: 'reg', ServiceName: 'web', JobID: 'web', AllocID: 'a1', Port: 8080 } }),
+      event('NodePool', 'NodePoolUpserted', { NodePool: { Name: 'gpu' } }),
+      event('Node', 'NodeEligibility', { Node: { ID: 'n1' } }),
+      event('Variable', 'VariableUpdated', { Metadata: { Path: 'nomad/jobs/web' }, Deleted: false }),
+      event('HostVolume', 'HostVolumeRegistered', { Volume: { ID: 'v' } }),
+      // v2.0.3+: max_run_duration's keys beside the Allocation.
+      event('Allocation', 'AllocationUpdated', { Allocation: allocation, Timeout: true, TimeoutReason: 'allocation exceeded max_run_duration' }),
+    ],
+  };
+
+  it('are ignored, not errors: the allocation of the same frame reaches the supervisor, nothing is reported', async () => {
+    const server = await scriptedNomad(`{}\n${JSON.stringify(frame)}\n`);
+    const clock = new VirtualClock();
+    const client = new NomadClient({ address: server.address }, { clock });
+    const inputs: SupervisorInput[] = [];
+    const subscription = nomadSource(client, resolveScope(), clock).subscribe((input) => inputs.push(input));
+    await until(clock, () => inputs.some((i) => i.kind === 'allocation'), 'allocation input');
+    expect(inputs.filter((i) => i.kind === 'problem')).toEqual([]);
+    expect(inputs.filter((i) => i.kind === 'allocation').map((i) => (i.kind === 'allocation' ? [i.allocation.ID, i.index] : []))).toEqual([['a1', 7]]);
+    subscription.unsubscribe();
+    await client.close();
+    await server.close();
   });
 });
