@@ -2,7 +2,7 @@
  * Where and how to reach Consul, read from the environment as Consul's own CLI and Go API client
  * read it (consul api/api.go DefaultConfig and NewClient).
  */
-import { readCaPath, readConfigFile, type ConfigErrorFactory, type NomadTlsOptions } from '../nomad/config.js';
+import { envValue, goBool, readCaPath, readConfigFile, type ConfigErrorFactory, type Env, type NomadTlsOptions } from '../nomad/config.js';
 import { ConsulConfigError } from './errors.js';
 
 /** Where and how to reach a Consul agent or server. */
@@ -23,21 +23,15 @@ export interface ConsulConfig {
 const DEFAULT_CONSUL_HOST = '127.0.0.1:8500';
 export const DEFAULT_CONSUL_ADDRESS = `http://${DEFAULT_CONSUL_HOST}`;
 
-type Env = Readonly<Record<string, string | undefined>>;
 
 /**
  * Go's strconv.ParseBool. Consul only warns about anything else, and for CONSUL_HTTP_SSL_VERIFY
  * then turns verification off: a typo must not do that silently, so it is refused here.
  */
 export function parseGoBool(variable: string, value: string): boolean {
-  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
-  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  const parsed = goBool(value);
+  if (parsed !== undefined) return parsed;
   throw new ConsulConfigError(`${variable}: ${JSON.stringify(value)} is not a boolean (true, false, 1, 0, t, f)`);
-}
-
-function set(env: Env, name: string): string | undefined {
-  const value = env[name];
-  return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
 const consulConfigError: ConfigErrorFactory = (message) => new ConsulConfigError(message);
@@ -75,23 +69,23 @@ export function consulAddress(address: string, ssl = false): string {
  * Throws ConsulConfigError for an address or a file that cannot work; never with the token in it.
  */
 export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<ConsulConfig> = {}): ConsulConfig {
-  const sslValue = set(env, 'CONSUL_HTTP_SSL');
+  const sslValue = envValue(env, 'CONSUL_HTTP_SSL');
   const config: ConsulConfig = {
-    address: consulAddress(set(env, 'CONSUL_HTTP_ADDR') ?? DEFAULT_CONSUL_HOST, sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),
+    address: consulAddress(envValue(env, 'CONSUL_HTTP_ADDR') ?? DEFAULT_CONSUL_HOST, sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),
   };
-  const tokenFile = set(env, 'CONSUL_HTTP_TOKEN_FILE');
-  const token = (tokenFile === undefined ? undefined : readConfigFile(tokenFile, 'CONSUL_HTTP_TOKEN_FILE', consulConfigError).trim()) || set(env, 'CONSUL_HTTP_TOKEN');
+  const tokenFile = envValue(env, 'CONSUL_HTTP_TOKEN_FILE');
+  const token = (tokenFile === undefined ? undefined : readConfigFile(tokenFile, 'CONSUL_HTTP_TOKEN_FILE', consulConfigError).trim()) || envValue(env, 'CONSUL_HTTP_TOKEN');
   if (token !== undefined && token !== '') config.token = token;
-  const namespace = set(env, 'CONSUL_NAMESPACE');
+  const namespace = envValue(env, 'CONSUL_NAMESPACE');
   if (namespace !== undefined) config.namespace = namespace;
 
   const tls: NomadTlsOptions = {};
-  const caCert = set(env, 'CONSUL_CACERT');
-  const caPath = set(env, 'CONSUL_CAPATH');
+  const caCert = envValue(env, 'CONSUL_CACERT');
+  const caPath = envValue(env, 'CONSUL_CAPATH');
   if (caCert !== undefined) tls.ca = [readConfigFile(caCert, 'CONSUL_CACERT', consulConfigError)];
   else if (caPath !== undefined) tls.ca = readCaPath(caPath, 'CONSUL_CAPATH', consulConfigError);
-  const clientCert = set(env, 'CONSUL_CLIENT_CERT');
-  const clientKey = set(env, 'CONSUL_CLIENT_KEY');
+  const clientCert = envValue(env, 'CONSUL_CLIENT_CERT');
+  const clientKey = envValue(env, 'CONSUL_CLIENT_KEY');
   if ((clientCert === undefined) !== (clientKey === undefined)) {
     throw new ConsulConfigError('CONSUL_CLIENT_CERT and CONSUL_CLIENT_KEY must be set together');
   }
@@ -99,9 +93,9 @@ export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<C
     tls.cert = readConfigFile(clientCert, 'CONSUL_CLIENT_CERT', consulConfigError);
     tls.key = readConfigFile(clientKey, 'CONSUL_CLIENT_KEY', consulConfigError);
   }
-  const servername = set(env, 'CONSUL_TLS_SERVER_NAME');
+  const servername = envValue(env, 'CONSUL_TLS_SERVER_NAME');
   if (servername !== undefined) tls.servername = servername;
-  const verify = set(env, 'CONSUL_HTTP_SSL_VERIFY');
+  const verify = envValue(env, 'CONSUL_HTTP_SSL_VERIFY');
   if (verify !== undefined && !parseGoBool('CONSUL_HTTP_SSL_VERIFY', verify)) tls.rejectUnauthorized = false;
   if (Object.keys(tls).length > 0) config.tls = tls;
   return { ...config, ...overrides };
@@ -112,5 +106,5 @@ export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<C
  * check-based groups from that Consul (without it, such groups are reported as not judged).
  */
 export function consulConfigWhenSet(env: Env = process.env): ConsulConfig | undefined {
-  return set(env, 'CONSUL_HTTP_ADDR') === undefined ? undefined : consulConfigFromEnv(env);
+  return envValue(env, 'CONSUL_HTTP_ADDR') === undefined ? undefined : consulConfigFromEnv(env);
 }

@@ -33,7 +33,8 @@ export class NomadConfigError extends Error {
   }
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
+/** The process environment, or any stand-in for it. */
+export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Makes the error a settings reader throws: NomadConfigError here, the Consul client's own for CONSUL_*. */
 export type ConfigErrorFactory = (message: string) => Error;
@@ -60,11 +61,16 @@ export function readCaPath(path: string, variable = 'NOMAD_CAPATH', toError: Con
     .map((name) => readConfigFile(join(path, name), variable, toError));
 }
 
-function truthy(value: string | undefined): boolean {
-  return value !== undefined && /^(1|t|true|yes|on)$/i.test(value.trim());
+/** Go's strconv.ParseBool, which the Nomad and Consul CLIs apply to their boolean variables; undefined when Go would refuse it. */
+export function goBool(value: string): boolean | undefined {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(value)) return true;
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(value)) return false;
+  return undefined;
 }
 
-function nonEmpty(value: string | undefined): string | undefined {
+/** A variable's value, trimmed; unset and blank are the same, as in the Go CLIs. */
+export function envValue(env: Env, name: string): string | undefined {
+  const value = env[name];
   return value === undefined || value.trim() === '' ? undefined : value.trim();
 }
 
@@ -74,14 +80,14 @@ function nonEmpty(value: string | undefined): string | undefined {
  * NOMAD_CLIENT_CERT + NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME, NOMAD_SKIP_VERIFY. `overrides` win.
  */
 export function nomadConfigFromEnv(env: Env = process.env, overrides: Partial<NomadConfig> = {}): NomadConfig {
-  const address = nonEmpty(env.NOMAD_ADDR) ?? DEFAULT_NOMAD_ADDRESS;
+  const address = envValue(env, 'NOMAD_ADDR') ?? DEFAULT_NOMAD_ADDRESS;
   const tls: NomadTlsOptions = {};
-  const caCert = nonEmpty(env.NOMAD_CACERT);
-  const caPath = nonEmpty(env.NOMAD_CAPATH);
+  const caCert = envValue(env, 'NOMAD_CACERT');
+  const caPath = envValue(env, 'NOMAD_CAPATH');
   if (caCert !== undefined) tls.ca = [readConfigFile(caCert, 'NOMAD_CACERT')];
   else if (caPath !== undefined) tls.ca = readCaPath(caPath);
-  const clientCert = nonEmpty(env.NOMAD_CLIENT_CERT);
-  const clientKey = nonEmpty(env.NOMAD_CLIENT_KEY);
+  const clientCert = envValue(env, 'NOMAD_CLIENT_CERT');
+  const clientKey = envValue(env, 'NOMAD_CLIENT_KEY');
   if ((clientCert === undefined) !== (clientKey === undefined)) {
     throw new NomadConfigError('NOMAD_CLIENT_CERT and NOMAD_CLIENT_KEY must be set together');
   }
@@ -89,14 +95,16 @@ export function nomadConfigFromEnv(env: Env = process.env, overrides: Partial<No
     tls.cert = readConfigFile(clientCert, 'NOMAD_CLIENT_CERT');
     tls.key = readConfigFile(clientKey, 'NOMAD_CLIENT_KEY');
   }
-  const servername = nonEmpty(env.NOMAD_TLS_SERVER_NAME);
+  const servername = envValue(env, 'NOMAD_TLS_SERVER_NAME');
   if (servername !== undefined) tls.servername = servername;
-  if (truthy(env.NOMAD_SKIP_VERIFY)) tls.rejectUnauthorized = false;
+  // As the Nomad CLI: a value ParseBool refuses is ignored, so verification stays on.
+  const skipVerify = envValue(env, 'NOMAD_SKIP_VERIFY');
+  if (skipVerify !== undefined && goBool(skipVerify) === true) tls.rejectUnauthorized = false;
 
   const config: NomadConfig = { address: normalizeAddress(address) };
-  const token = nonEmpty(env.NOMAD_TOKEN);
-  const namespace = nonEmpty(env.NOMAD_NAMESPACE);
-  const region = nonEmpty(env.NOMAD_REGION);
+  const token = envValue(env, 'NOMAD_TOKEN');
+  const namespace = envValue(env, 'NOMAD_NAMESPACE');
+  const region = envValue(env, 'NOMAD_REGION');
   if (token !== undefined) config.token = token;
   if (namespace !== undefined) config.namespace = namespace;
   if (region !== undefined) config.region = region;
