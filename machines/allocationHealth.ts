@@ -48,7 +48,7 @@ function record(context: AllocationHealthContext, event: AllocationHealthEvent):
   const now = Math.max(context.now, event.now);
   const view = event.view ?? context.view;
   const checks = event.checks ?? context.checks;
-  const tasks = event.view === undefined ? context.tasks : assessTasks(view, context.policy);
+  const tasks = event.view === undefined ? context.tasks : assessTasks(view, context.policy, context.watchingSince);
   // tracker.go setTaskHealth(false, false): tasks going unhealthy (their start moving) force the
   // checks to prove themselves again for a whole min_healthy_time.
   const since = startOf({ tasks }) === startOf(context) ? context.checksPassingSince : null;
@@ -120,17 +120,21 @@ const verdicts = [
 /** Nothing decided and no move: remember what was observed. */
 const stay = { actions: 'record' } as const;
 
-/** health_hook.go: the deadline counts from when Nomad began watching, which may be before judging starts. */
+/**
+ * health_hook.go: the deadline counts from when Nomad began watching (init, also on an update that
+ * changes the deployment), which may be before judging starts.
+ */
 function initialContext(input: AllocationHealthInput): AllocationHealthContext {
   const ignored = input.watchingSince === undefined ? null : watchingSinceProblem(input.watchingSince, input.now);
-  const since = input.watchingSince === undefined || ignored !== null ? input.now : input.watchingSince;
+  const known = input.watchingSince === undefined || ignored !== null ? null : input.watchingSince;
   return {
     policy: input.policy,
     view: UNSEEN,
     checks: [],
-    tasks: assessTasks(UNSEEN, input.policy),
+    tasks: assessTasks(UNSEEN, input.policy, null),
     now: input.now,
-    deadlineAt: since + input.policy.healthyDeadlineMs,
+    watchingSince: known,
+    deadlineAt: (known ?? input.now) + input.policy.healthyDeadlineMs,
     watchingSinceIgnored: ignored,
     checksPassingSince: null,
     rejected: null,

@@ -20,9 +20,12 @@ function ephemeralHook(task: TaskView): TaskView['hook'] {
 /**
  * tracker.go watchTaskEvents: poststop tasks are not evaluated; a poststart task that succeeded is
  * skipped; a failed task, or a finished one other than a prestart task, is fatal; any pending task
- * means not everything has started; otherwise the latest StartedAt opens the window.
+ * means not everything has started; otherwise the latest StartedAt opens the window. Nomad's tracker
+ * starts that window when it first sees every task running, so a running task's start counts no
+ * earlier than when watching began (`watchingSince`): an allocation re-watched for a new deployment
+ * proves itself again. A completed task's window is tied to its finish, not to the watch.
  */
-export function assessTasks(view: AllocationView, policy: HealthPolicy): TaskAssessment {
+export function assessTasks(view: AllocationView, policy: HealthPolicy, watchingSince: number | null): TaskAssessment {
   let latestStart = Number.NEGATIVE_INFINITY;
   let allStarted = true;
   let someRunning = false;
@@ -44,7 +47,7 @@ export function assessTasks(view: AllocationView, policy: HealthPolicy): TaskAss
     if (task.state === 'running') someRunning = true;
     // A running task without a StartedAt has not started as far as the data tells.
     if (task.state === 'pending' || task.startedAt === null) allStarted = false;
-    else if (task.startedAt > latestStart) latestStart = task.startedAt;
+    else latestStart = Math.max(latestStart, task.startedAt, watchingSince ?? Number.NEGATIVE_INFINITY);
   }
   if (!allStarted || latestStart === Number.NEGATIVE_INFINITY) return { kind: 'starting', someRunning };
   return { kind: 'started', latestStart };
@@ -143,7 +146,7 @@ function taskStateReason(task: TaskView, context: AllocationHealthContext, at: n
     case 'running':
       // Nomad compares against the tracker context's deadline, which is never set (so it always
       // fires); we compare against the real one.
-      return task.startedAt === null || task.startedAt + policy.minHealthyTimeMs > context.deadlineAt
+      return task.startedAt === null || Math.max(task.startedAt, context.watchingSince ?? task.startedAt) + policy.minHealthyTimeMs > context.deadlineAt
         ? `Task not running for min_healthy_time of ${formatGoDuration(policy.minHealthyTimeMs)} by healthy_deadline of ${formatGoDuration(policy.healthyDeadlineMs)}`
         : null;
   }

@@ -84,9 +84,10 @@ export interface AllocationHealthInput {
   /** When the machine starts judging. */
   readonly now: number;
   /**
-   * When Nomad began watching the allocation (the alloc runner's start), which the healthy deadline
-   * counts from; it can lie before `now` when judging starts late. Absent, unusable or after `now`:
-   * the deadline counts from `now`.
+   * When Nomad began watching the allocation (the alloc runner's start, or its re-watch when an
+   * in-place update moved it into a new deployment), which the healthy deadline and the
+   * min_healthy_time window count from; it can lie before `now` when judging starts late. Absent,
+   * unusable or after `now`: `now` is taken.
    */
   readonly watchingSince?: number;
 }
@@ -118,6 +119,12 @@ export interface AllocationHealthContext {
   readonly tasks: TaskAssessment;
   /** Time of the latest event. */
   readonly now: number;
+  /**
+   * When watching began as the data tells (the input's `watchingSince`, when usable): no task's
+   * min_healthy_time window starts before it. Null when unknown: the first sight is no bound, as
+   * the data may reach us after the tasks started.
+   */
+  readonly watchingSince: number | null;
   /** When watching began + healthy_deadline. */
   readonly deadlineAt: number;
   /** Why the input's `watchingSince` was not used (the deadline then counts from the input's `now`). */

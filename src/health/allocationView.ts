@@ -83,10 +83,29 @@ function watchingSince(allocation: Allocation, states: Readonly<Record<string, T
 }
 
 /**
+ * When Nomad's client began watching again after an update moved the allocation into another
+ * deployment (health_hook.go Update: cleared health, a new deadline and tracker from then): the
+ * ModifyTime of that update.
+ */
+function rewatchedSince(update: Pick<Allocation, 'ModifyTime'>, problems: string[]): number | undefined {
+  const modified = parseNanoTime(update.ModifyTime);
+  if (!modified.ok) problems.push(`ModifyTime ignored, ${modified.problem}`);
+  return modified.ok ? (modified.ms ?? undefined) : undefined;
+}
+
+export interface AllocationViewOptions {
+  /**
+   * The update that moved the allocation into its current deployment (an in-place update, this
+   * update or an earlier one): watching began again with it, not with the "Received" event.
+   */
+  readonly rewatchedBy?: Pick<Allocation, 'ModifyTime'>;
+}
+
+/**
  * The view of `allocation` for the health rules; `group` is its task group from the job version
  * the allocation runs. Every task of the group appears (one Nomad has not reported yet as pending).
  */
-export function allocationView(allocation: Allocation, group: TaskGroup): AllocationViewResult {
+export function allocationView(allocation: Allocation, group: TaskGroup, options: AllocationViewOptions = {}): AllocationViewResult {
   const problems: string[] = [];
   const states = allocation.TaskStates ?? {};
   const tasks: Record<string, TaskView> = {};
@@ -96,7 +115,7 @@ export function allocationView(allocation: Allocation, group: TaskGroup): Alloca
   for (const name of Object.keys(states)) {
     if (!(name in tasks)) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
   }
-  const since = watchingSince(allocation, states, problems);
+  const since = options.rewatchedBy === undefined ? watchingSince(allocation, states, problems) : rewatchedSince(options.rewatchedBy, problems);
   return {
     view: {
       clientStatus: typeof allocation.ClientStatus === 'string' ? allocation.ClientStatus : 'pending',
