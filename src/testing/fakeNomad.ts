@@ -27,7 +27,7 @@ import { FaultSwitches } from './nomad/faults.js';
 import { SeededRandom } from './nomad/ids.js';
 import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
 import { matchRoute } from './nomad/routes.js';
-import { requestToken, sendText } from './nomad/wire.js';
+import { requestToken, sendText, type FakeNomadVersion } from './nomad/wire.js';
 
 export interface FakeNomadTlsOptions {
   /** PEM server certificate and key. */
@@ -39,16 +39,16 @@ export interface FakeNomadTlsOptions {
   requestClientCert?: boolean;
 }
 
-/**
- * The Nomad whose wire behaviour the fake plays where versions differ (nomad-protocol §10).
- * `1.1.2` (default): the recorded agent. `2.0`: `Authorization: Bearer` accepted (1.4+); the event
- * stream close-delimited and never compressed, a refused subscription a 200 closed before its first
- * byte; a purge published as JobDeregistered with `Deleted: true`; exec token and command errors as close frames after the upgrade (2.0.3+).
- */
-export type FakeNomadVersion = '1.1.2' | '2.0';
+export type { FakeNomadVersion };
 
 export interface FakeNomadOptions {
-  /** Which Nomad's wire behaviour to play where versions differ. Default `1.1.2`. */
+  /**
+   * Which Nomad's wire behaviour to play where versions differ (nomad-protocol §10). `1.1.2`
+   * (default): the recorded agent. `2.0`: `Authorization: Bearer` accepted (1.4+); the event stream
+   * close-delimited and never compressed, a refused subscription a 200 closed before its first byte;
+   * a purge published as JobDeregistered with `Deleted: true`; exec token and command errors as close
+   * frames after the upgrade (2.0.3+), and a session's end a TCP close with no close frame (1.8+).
+   */
   version?: FakeNomadVersion;
   clock?: Clock;
   tls?: FakeNomadTlsOptions;
@@ -167,7 +167,7 @@ export class FakeNomad {
       lookup: clusterExecTargets(this.cluster, root),
       ...(options?.env === undefined ? {} : { env: options.env }),
       ...(this.options.token === undefined ? {} : { token: this.options.token }),
-      errorsAfterUpgrade: this.options.version === '2.0',
+      version: this.options.version ?? '1.1.2',
     });
   }
 

@@ -3,7 +3,7 @@
  * Nomad 1.1.2, and the reader of recorded Nomad traffic.
  */
 export { VirtualClock, settle } from '../clock/index.js';
-export { FakeNomad, type FakeNomadOptions, type FakeNomadTlsOptions } from './fakeNomad.js';
+export { FakeNomad, type FakeNomadOptions, type FakeNomadTlsOptions, type FakeNomadVersion } from './fakeNomad.js';
 export { FakeConsul, type FakeCheckInput, type FakeCheckStatus, type FakeConsulOptions, type FakeServiceInput, type FakeServiceRegistration } from './fakeConsul.js';
 export type { FakeExec, FakeExecTarget } from './fakeExec/attachFakeExec.js';
 export { ClusterState, type PlaceOptions, type RegisterOptions, type RegisterResult, type TaskEventInput, type TaskUpdate } from './nomad/clusterState.js';

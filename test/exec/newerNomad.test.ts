@@ -97,3 +97,29 @@ test('FakeNomad 2.0 exec takes the token from Authorization: Bearer (Nomad 1.4+)
     await fake.close();
   }
 });
+
+test.each(VERSIONS)('Nomad %s: a command runs to its exit code, whether the session ends with a close frame (1.1.2) or a bare TCP close (1.8+)', async (version) => {
+  const clock = new VirtualClock();
+  const fake = await FakeNomad.start({ clock, version });
+  try {
+    fake.cluster.registerJob({ ID: 'exec-target', Name: 'exec-target', Type: 'batch', Datacenters: ['dc1'], TaskGroups: [{ Name: 'app', Count: 1, Tasks: [{ Name: 'main', Driver: 'raw_exec', Config: { command: '/bin/sh' } }] }] });
+    const [alloc] = fake.cluster.placeAllocations('exec-target');
+    fake.cluster.startTask(alloc!.ID);
+    const client = new ExecClient({ address: fake.address }, { clock });
+    const session = client.exec(alloc!.ID, { task: 'main', command: ['/bin/sh', '-c', 'printf hi; exit 3'], tty: true });
+    const chunks: Buffer[] = [];
+    session.stdout.on('data', (chunk: Buffer) => chunks.push(chunk));
+    expect(await session.exitCode).toBe(3);
+    expect(Buffer.concat(chunks).toString()).toBe('hi');
+    // What the fake itself does at the end, seen by a bare websocket that sends nothing.
+    const url = `${fake.address.replace('http', 'ws')}/v1/client/allocation/${alloc!.ID}/exec?task=main&tty=true&command=%5B%22true%22%5D`;
+    const closeCode = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(url);
+      ws.on('close', (code: number) => resolve(code));
+      ws.on('error', () => undefined);
+    });
+    expect(closeCode).toBe(version === '2.0' ? 1006 : 1000);
+  } finally {
+    await fake.close();
+  }
+});

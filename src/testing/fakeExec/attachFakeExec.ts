@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
-import { requestToken } from '../nomad/wire.js';
+import { requestToken, type FakeNomadVersion } from '../nomad/wire.js';
 import { resolveExecutable, spawnLocal, type LocalProcess } from './processes.js';
 
 /** What the fake knows of an allocation. */
@@ -23,10 +23,11 @@ export interface FakeExecOptions {
   /** ACLs on: the upgrade needs this X-Nomad-Token, refused with 403 before it as Nomad 1.1.2 does. */
   token?: string;
   /**
-   * Nomad 2.0.3+: the upgrade comes first, so a refused token or a bad `command` is a close frame
-   * after it (1008 for a 4xx, 1011 for a 500) instead of an HTTP error; `Authorization: Bearer` works.
+   * `2.0`: the upgrade comes first (2.0.3+), so a refused token or a bad `command` is a close frame
+   * after it (1008 for a 4xx, 1011 for a 500) instead of an HTTP error; `Authorization: Bearer`
+   * works; after `exited` the TCP connection just closes, with no close frame (1.8+). Default 1.1.2.
    */
-  errorsAfterUpgrade?: boolean;
+  version?: FakeNomadVersion;
 }
 
 export interface FakeExec {
@@ -56,6 +57,7 @@ const EXEC_PATH = /^\/v1\/client\/allocation\/([^/]+)\/exec$/;
  */
 export function attachFakeExec(server: Server, options: FakeExecOptions): FakeExec {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  const newer = options.version === '2.0';
   const running = new Set<number>();
   let idleWaiters: (() => void)[] = [];
   const children = new Set<LocalProcess>();
@@ -72,10 +74,10 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       refuse(socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
       return;
     }
-    const denied = tokenProblem(request, options.token, options.errorsAfterUpgrade === true);
+    const denied = tokenProblem(request, options.token, newer);
     const command = parseCommand(url.searchParams.get('command'));
     const problem = denied !== undefined ? { status: 403, text: denied } : typeof command === 'string' ? { status: 500, text: command } : undefined;
-    if (problem !== undefined && options.errorsAfterUpgrade !== true) {
+    if (problem !== undefined && !newer) {
       refuse(socket, problem.status, problem.text);
       return;
     }
@@ -142,6 +144,10 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       finished = true;
       if (!tty) send({ kind: 'stderr.close' });
       send({ kind: 'stdout.close' });
+      if (newer) {
+        ws.send(encodeServerFrame({ kind: 'exited', exitCode }), () => ws.terminate());
+        return;
+      }
       send({ kind: 'exited', exitCode });
       ws.close(1000);
     };
