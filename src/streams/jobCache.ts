@@ -8,8 +8,8 @@
  *   GET /v1/job/:id/versions answers every version Nomad keeps, so one request fills them all.
  * - A failure is kept for `failureTtlMs` on the clock (an outage does not turn into one request
  *   per allocation), then asked again.
- * - A purge (Nomad 2.x publishes JobDeregistered with `Deleted: true`) forgets the job: a job
- *   registered again under the same ID starts over at version 0 with another spec.
+ * - A purge forgets the job (isJobPurge): a job registered again under the same ID starts over
+ *   at version 0 with another spec.
  * - The version an allocation runs: its own (JobVersion in list stubs, Job.Version when embedded),
  *   else its deployment's JobVersion, else the newest version registered at or before the
  *   allocation was created (JobModifyIndex <= CreateIndex).
@@ -19,7 +19,18 @@ import { systemClock } from '../clock/index.js';
 import type { NomadClient } from '../nomad/client.js';
 import { NomadError } from '../nomad/errors.js';
 import { isDeploymentEvent, isJobEvent } from '../nomad/eventFrames.js';
-import type { Allocation, Deployment, Job, NomadEvent } from '../nomad/types.js';
+import type { Allocation, Deployment, Job, JobEvent, NomadEvent } from '../nomad/types.js';
+
+/**
+ * Whether a Job event is a purge: `Deleted: true` (Nomad 2.0+), or (Nomad 1.8+, which publishes the
+ * deleted job as it was) a JobDeregistered whose job was last written before this event's index;
+ * a stop writes the job at the event's index (nomad/state/events.go eventFromChange).
+ */
+export function isJobPurge(event: JobEvent): boolean {
+  if (event.Payload.Deleted === true) return true;
+  const written = event.Payload.Job.ModifyIndex;
+  return event.Type === 'JobDeregistered' && typeof written === 'number' && written < event.Index;
+}
 
 /** The job of an allocation could not be had; the allocation is reported with this, not dropped. */
 export class JobUnavailableError extends NomadError {
@@ -85,7 +96,7 @@ export class JobCache {
   /** Takes what an event carries: the Job of Job events (a purge forgets it), the job version of Deployment events. */
   observe(event: NomadEvent): void {
     if (isJobEvent(event)) {
-      if (event.Payload.Deleted === true) this.forget(namespaceOf(event.Payload.Job), event.Payload.Job.ID);
+      if (isJobPurge(event)) this.forget(namespaceOf(event.Payload.Job), event.Payload.Job.ID);
       else this.remember(event.Payload.Job);
     } else if (isDeploymentEvent(event)) this.rememberDeployment(event.Payload.Deployment);
   }

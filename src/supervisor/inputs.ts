@@ -10,7 +10,7 @@ export type SupervisorInput =
   | { kind: 'allocation'; allocation: Allocation; index: number }
   | { kind: 'evaluation'; evaluation: Evaluation; index: number }
   | { kind: 'deployment'; deployment: Deployment; index: number }
-  /** `deleted`: the job was purged (Nomad 2.x's JobDeregistered with `Deleted: true`). */
+  /** `deleted`: the job was purged (isJobPurge: Nomad 1.8+ publishes the purge). */
   | { kind: 'job'; job: Job; index: number; deleted?: boolean }
   | { kind: 'connection'; state: Exclude<ConnectionState, 'stopped'>; attempt?: number; retryInMs?: number; reason?: string; index?: number }
   /** An event that could not be used (wrong shape): reported with its index and skipped; or the stream gave up. */

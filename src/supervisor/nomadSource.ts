@@ -5,6 +5,7 @@ import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, ty
 import { NomadHttpError } from '../nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
 import type { NomadEvent } from '../nomad/types.js';
+import { isJobPurge } from '../streams/jobCache.js';
 import type { SupervisorInput } from './inputs.js';
 import type { ResolvedScope } from './scope.js';
 
@@ -27,7 +28,7 @@ function toInput(event: NomadEvent, index: number): SupervisorInput | undefined 
   }
   if (isEvaluationEvent(event)) return { kind: 'evaluation', evaluation: event.Payload.Evaluation, index };
   if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
-  if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index, ...(event.Payload.Deleted === true ? { deleted: true } : {}) };
+  if (isJobEvent(event)) return { kind: 'job', job: event.Payload.Job, index, ...(isJobPurge(event) ? { deleted: true } : {}) };
   // Other topics are not ours (the stream has already skipped events of ours without their object).
   return undefined;
 }

@@ -9,12 +9,14 @@ import { NomadClient } from '../../src/nomad/client.js';
 import { isJobEvent } from '../../src/nomad/eventFrames.js';
 import { nomadEventStream } from '../../src/nomad/eventStream.js';
 import type { JobEvent } from '../../src/nomad/types.js';
-import { JobCache } from '../../src/streams/jobCache.js';
+import { JobCache, isJobPurge } from '../../src/streams/jobCache.js';
 import { nomadSource } from '../../src/supervisor/nomadSource.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { serviceJob } from '../testing/helpers.js';
-import { resolveWhile, until } from '../nomad/support.js';
+import { fixtures, resolveWhile, until } from '../nomad/support.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 async function setUp(version: '1.1.2' | '2.0') {
   const clock = new VirtualClock({ start: 1_795_971_900_000 });
@@ -84,5 +86,31 @@ describe('a purged job', () => {
     );
     expect(jobs.map((input) => (input.kind === 'job' ? input.deleted === true : null))).toEqual([false, true]);
     await env.close();
+  });
+});
+
+describe('isJobPurge', () => {
+  /** Every Job event of a recording, decoded from its raw lines. */
+  const recordedJobEvents = (scenario: string): JobEvent[] =>
+    readFileSync(join(fixtures, 'scenarios', scenario, 'stream.jsonl'), 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => (JSON.parse(line) as { raw: string }).raw)
+      .filter((raw) => raw !== '{}')
+      .flatMap((raw) => (JSON.parse(raw) as { Events: JobEvent[] }).Events)
+      .filter((event) => event.Topic === 'Job');
+
+  it('a stop (Nomad 1.1.2 recording: the job written at the event\'s index) and registrations are not purges', () => {
+    const events = recordedJobEvents('stopped_while_waiting');
+    expect(events.map((e) => e.Type)).toContain('JobDeregistered');
+    expect(events.filter(isJobPurge)).toEqual([]);
+  });
+
+  it('Nomad 1.8+: JobDeregistered carrying the job as last written before the event is a purge, Deleted flag or not', () => {
+    const [stop] = recordedJobEvents('stopped_while_waiting').filter((e) => e.Type === 'JobDeregistered');
+    const later = { ...stop!, Index: stop!.Index + 3 };
+    expect(isJobPurge(later)).toBe(true);
+    expect(isJobPurge({ ...stop!, Payload: { ...stop!.Payload, Deleted: true } })).toBe(true);
+    expect(isJobPurge({ ...later, Type: 'JobRegistered' })).toBe(false);
   });
 });
