@@ -32,5 +32,6 @@ export {
   type NomadEventStream,
   type StreamState,
   type StreamStatus,
+  EMPTY_CLOSES_SUSPECTED_REFUSAL,
   nomadEventStream,
 } from './eventStream.js';

@@ -1,3 +1,3 @@
 /** Stream pipelines over the Nomad event stream: the job cache and the allocation/job join. */
-export { JobCache, JobUnavailableError, type JobCacheOptions, type JobSource } from './jobCache.js';
+export { JobCache, JobUnavailableError, isJobPurge, type JobCacheOptions, type JobSource } from './jobCache.js';
 export { joinJobs, type JoinedAllocation } from './joinJobs.js';
