@@ -112,6 +112,19 @@ function refOf(allocation: Allocation): AllocationRef {
   };
 }
 
+function deploymentOf(allocation: Allocation): string | undefined {
+  return allocation.DeploymentID || undefined;
+}
+
+/**
+ * An update that moves the allocation into another deployment than the one it was judged for (an
+ * in-place update): Nomad's client then clears its health and watches it again (health_hook.go Update).
+ */
+function movedFrom(judged: string | undefined, allocation: Allocation): boolean {
+  const deploymentId = deploymentOf(allocation);
+  return deploymentId !== undefined && deploymentId !== judged;
+}
+
 function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -145,6 +158,8 @@ export class Supervisor implements ExecTarget {
   private readonly tracked = new Map<string, Tracked>();
   /** The latest update of allocations whose job is being looked up. */
   private readonly resolving = new Map<string, Allocation>();
+  /** The update that moved an allocation into another deployment, until it is watched again from it. */
+  private readonly rewatches = new Map<string, Allocation>();
   private readonly verdictWaiters = new Map<string, Waiter<VerdictRecord>[]>();
   private readonly deploymentWaiters = new Set<DeploymentWaiter>();
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
@@ -220,7 +235,8 @@ export class Supervisor implements ExecTarget {
    * with AllocationNotJudgedError for an allocation no policy judges.
    */
   verdict(allocId: string): Promise<VerdictRecord> {
-    const known = this.history.get(allocId);
+    // Re-watched for a new deployment: the record in the history is the old deployment's.
+    const known = this.tracked.has(allocId) || this.resolving.has(allocId) ? undefined : this.history.get(allocId);
     if (known) return Promise.resolve(known);
     const unjudged = this.unwatched.get(allocId);
     if (unjudged !== undefined) return Promise.reject(new AllocationNotJudgedError(allocId, unjudged));
@@ -355,6 +371,7 @@ export class Supervisor implements ExecTarget {
     for (const id of [...this.tracked.keys()]) this.registry.drop(id);
     this.tracked.clear();
     this.resolving.clear();
+    this.rewatches.clear();
     this.runnerTrackers.clear();
     this.actor.send({ type: 'STOP' });
     this.actor.stop();
@@ -432,20 +449,43 @@ export class Supervisor implements ExecTarget {
     const id = allocation.ID;
     if (typeof id !== 'string' || !this.scope.includes(allocation.Namespace, allocation.JobID)) return;
     for (const tracker of this.runnerTrackers) tracker.handle(allocation);
-    if (this.history.get(id) || this.unwatched.get(id)) return;
     const tracked = this.tracked.get(id);
-    if (tracked) {
+    if (tracked && !movedFrom(tracked.ref.deploymentId, allocation)) {
       this.updateTracked(id, tracked, allocation);
       return;
     }
-    if (this.resolving.has(id)) {
+    const pending = this.resolving.get(id);
+    if (pending) {
+      if (movedFrom(deploymentOf(pending), allocation)) this.rewatches.set(id, allocation);
       this.resolving.set(id, allocation);
       return;
     }
-    if (longFinished(allocation)) return;
+    const judged = this.history.get(id);
+    if ((judged && !movedFrom(judged.alloc.deploymentId, allocation)) || this.unwatched.get(id)) return;
+    if (!tracked && longFinished(allocation)) return;
+    if (tracked || judged) this.rewatch(id, allocation);
+    this.resolve(id, allocation);
+  }
+
+  /**
+   * health_hook.go Update: moved into another deployment, the allocation's health is cleared and it
+   * is watched again, from that update, with its new job version's policy. The old machine goes; a
+   * verdict it reached stays in the history (for the old deployment) until the new one replaces it.
+   */
+  private rewatch(id: string, allocation: Allocation): void {
+    this.tracked.delete(id);
+    this.registry.drop(id);
+    this.consul?.forget(id);
+    // A retry after a failed job lookup keeps the update that did the moving.
+    const moving = this.rewatches.get(id);
+    if (moving === undefined || deploymentOf(moving) !== deploymentOf(allocation)) this.rewatches.set(id, allocation);
+    this.logger.debug('allocation moved into another deployment; watching it again', { allocId: id, deploymentId: allocation.DeploymentID });
+  }
+
+  private resolve(id: string, allocation: Allocation): void {
     this.resolving.set(id, allocation);
     this.jobs.jobFor(allocation).then(
-      (job) => this.startTracking(id, job),
+      (job) => this.startTracking(id, job, allocation),
       (error: unknown) => {
         this.resolving.delete(id);
         const message = `allocation ${id}: ${describeError(error)}`;
@@ -456,10 +496,15 @@ export class Supervisor implements ExecTarget {
     );
   }
 
-  private startTracking(id: string, job: Job): void {
+  private startTracking(id: string, job: Job, askedFor: Allocation): void {
     const allocation = this.resolving.get(id);
-    this.resolving.delete(id);
     if (!allocation || this.stopped) return;
+    // Moved into another deployment while the job was looked up: it runs that deployment's version.
+    if (deploymentOf(allocation) !== deploymentOf(askedFor)) return this.resolve(id, allocation);
+    this.resolving.delete(id);
+    const moving = this.rewatches.get(id);
+    this.rewatches.delete(id);
+    const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
     try {
       const judged = this.policyFor(job, allocation.TaskGroup, !!allocation.DeploymentID);
       if ('reason' in judged) {
@@ -470,8 +515,11 @@ export class Supervisor implements ExecTarget {
         return;
       }
       const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
-      const { view, problems } = allocationView(allocation, group);
+      const { view: observed, problems } = allocationView(allocation, group, rewatchedBy ? { rewatchedBy } : {});
       for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
+      // A server clock ahead of ours cannot put the re-watch after we saw the update that moved it.
+      const now = this.options.clock.now();
+      const view = rewatchedBy && (observed.watchingSince ?? now) > now ? { ...observed, watchingSince: now } : observed;
       this.tracked.set(id, { ref: refOf(allocation), group, jobVersion: job.Version });
       const checks = checksRequired(judged.policy) ? this.consul?.follow(id, group) : undefined;
       this.registry.track(id, judged.policy, view, checks);
@@ -510,7 +558,6 @@ export class Supervisor implements ExecTarget {
   }
 
   private updateTracked(id: string, tracked: Tracked, allocation: Allocation): void {
-    tracked.ref.deploymentId ??= allocation.DeploymentID || undefined;
     const { view, problems } = allocationView(allocation, tracked.group);
     for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
     this.registry.updateAllocation(id, view);

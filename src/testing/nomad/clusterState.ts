@@ -202,6 +202,40 @@ export class ClusterState extends ClusterStore {
   }
 
   /**
+   * A non-destructive job change applied in place (PlanResult): the group's live allocations keep
+   * their IDs and now run the job's current version, moved into its deployment with their health
+   * cleared (generic_sched.go: new DeploymentID, DeploymentStatus nil; the state store counts each
+   * as placed in the deployment), then the evaluation completes. Nothing is published for the
+   * tasks: the client keeps them running.
+   */
+  updateInPlace(jobId: string, options: { namespace?: string; group?: string; evalId?: string } = {}): Allocation[] {
+    const namespace = options.namespace ?? 'default';
+    const job = this.requireJob(jobId, namespace);
+    const group = this.requireGroup(job, options.group);
+    const updated = this.batch(() => {
+      const evaluation = this.evaluationFor(job, options.evalId);
+      const deployment = this.deploymentFor(job, group);
+      const allocs = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version !== job.Version);
+      if (deployment) {
+        this.adjustDeploymentGroup(deployment, String(group.Name), (state) => {
+          state.PlacedAllocs = Number(state.PlacedAllocs) + allocs.filter((a) => a.DeploymentID !== deployment.ID).length;
+        }, 'PlanResult');
+        evaluation.DeploymentID = deployment.ID;
+      }
+      this.publish('Evaluation', 'PlanResult', evaluation);
+      for (const alloc of allocs) {
+        const id = String(alloc.ID);
+        this.allocJobs.set(id, job);
+        const moved = deployment !== undefined && alloc.DeploymentID !== deployment.ID;
+        this.updateAlloc(id, 'PlanResult', { EvalID: evaluation.ID, ...(moved ? { DeploymentID: deployment.ID, DeploymentStatus: null } : {}) }, true);
+      }
+      return { allocs, evaluation };
+    });
+    this.completeEvaluation(String(updated.evaluation.ID), { QueuedAllocations: { [String(group.Name)]: 0 } });
+    return updated.allocs.map((a) => this.allocation(String(a.ID))!);
+  }
+
+  /**
    * A placement that finds no room: the evaluation completes with FailedTGAllocs and a blocked
    * evaluation waiting for capacity (and, for a service job, a deployment is created anyway).
    */

@@ -1,0 +1,96 @@
+/**
+ * In-place updates (a job change Nomad applies without replacing allocations: same allocation ID,
+ * new job version and deployment). Nomad's client clears the allocation's health and watches it
+ * again from the update (client/allocrunner/health_hook.go Update, client/allochealth/tracker.go):
+ * the new deployment's gate must see it proven again, min_healthy_time after the update.
+ */
+import type { DeploymentResult } from '../../src/supervisor/index.js';
+import { serviceJob } from '../testing/helpers.js';
+import { driveTo, startHarness, type Harness } from './support/harness.js';
+
+const START = Date.UTC(2026, 10, 29, 19);
+/** When the in-place update is applied (the version-0 allocations healthy long before). */
+const MOVED = START + 10_000;
+/** serviceJob's min_healthy_time. */
+const MIN_HEALTHY_MS = 2_000;
+
+function follow(harness: Harness, waiting: Promise<DeploymentResult>): { result?: DeploymentResult; at?: number } {
+  const settled: { result?: DeploymentResult; at?: number } = {};
+  void waiting.then((result) => Object.assign(settled, { result, at: harness.clock.now() }));
+  return settled;
+}
+
+/** Version 0 running and healthy, then at MOVED a meta-only change (version 1) applied in place. */
+async function updatedInPlace(harness: Harness, beforeMove: () => void = () => undefined) {
+  const { cluster } = harness.fake;
+  cluster.registerJob(serviceJob('web'));
+  const placed = cluster.placeAllocations('web');
+  for (const alloc of placed) cluster.startTask(alloc.ID);
+  await driveTo(harness.clock, MOVED);
+  beforeMove();
+  cluster.registerJob(serviceJob('web', { Meta: { release: 'two' } }));
+  const moved = cluster.updateInPlace('web');
+  return { placed, moved };
+}
+
+describe('an allocation updated in place is judged again for the new deployment', () => {
+  let harness: Harness;
+  beforeEach(async () => {
+    harness = await startHarness(START);
+  });
+  afterEach(() => harness.close());
+
+  test('healthy min_healthy_time after the update (not at once); the new gate succeeds; the old deployment\'s verdicts stand', async () => {
+    let gate: ReturnType<typeof follow> = {};
+    const { placed, moved } = await updatedInPlace(harness, () => {
+      gate = follow(harness, harness.supervisor.waitForDeployment('web', { version: 1 }));
+    });
+    const ids = placed.map((a) => a.ID);
+    expect(moved.map((a) => a.ID)).toEqual(ids);
+    const [oldDeployment, newDeployment] = [placed[0]!.DeploymentID, moved[0]!.DeploymentID];
+    expect(newDeployment).not.toBe(oldDeployment);
+
+    await driveTo(harness.clock, MOVED + MIN_HEALTHY_MS - 1);
+    const rejudged = harness.supervisor.verdict(ids[0]!);
+    expect(gate.result).toBeUndefined();
+    expect(harness.supervisor.supervisedAllocation(ids[0]!)).toMatchObject({ jobVersion: 1, state: 'minHealthyWait', alloc: { deploymentId: newDeployment } });
+    await driveTo(harness.clock, MOVED + 5_000);
+
+    expect(gate).toMatchObject({ at: MOVED + MIN_HEALTHY_MS, result: { ok: true, version: 1, deploymentId: newDeployment } });
+    expect(gate.result!.ok && [...gate.result!.healthy].sort()).toEqual([...ids].sort());
+    const byDeployment = (deploymentId: string | undefined) =>
+      harness.verdicts.filter((v) => v.alloc.deploymentId === deploymentId).map((v) => [v.alloc.allocId, v.outcome]);
+    expect(byDeployment(oldDeployment)).toEqual(ids.map((id) => [id, { healthy: true, at: START + MIN_HEALTHY_MS, reasons: {} }]));
+    expect(byDeployment(newDeployment)).toEqual(ids.map((id) => [id, { healthy: true, at: MOVED + MIN_HEALTHY_MS, reasons: {} }]));
+    // Asked while it was watched again: the new deployment's verdict, not the old one in the history.
+    await expect(rejudged).resolves.toMatchObject({ alloc: { deploymentId: newDeployment }, outcome: { at: MOVED + MIN_HEALTHY_MS } });
+  });
+
+  test('a task failing after the update: unhealthy for the new deployment, which a fail-fast gate reports', async () => {
+    let gate: ReturnType<typeof follow> = {};
+    const { moved } = await updatedInPlace(harness, () => {
+      gate = follow(harness, harness.supervisor.waitForDeployment('web', { version: 1, failFast: true }));
+    });
+    const failing = moved[0]!;
+    await driveTo(harness.clock, MOVED + 700);
+    harness.fake.cluster.failTask(failing.ID, 'main', { exitCode: 1 });
+    await driveTo(harness.clock, MOVED + 5_000);
+    const forNew = harness.verdicts.filter((v) => v.alloc.deploymentId === failing.DeploymentID);
+    expect(forNew.map((v) => [v.alloc.allocId, v.outcome])).toEqual([
+      [failing.ID, { healthy: false, at: MOVED + 700, reasons: { main: 'Unhealthy because of failed task' } }],
+      [moved[1]!.ID, { healthy: true, at: MOVED + MIN_HEALTHY_MS, reasons: {} }],
+    ]);
+    expect(gate).toMatchObject({ at: MOVED + 700, result: { ok: false, rule: 'fail-fast', unhealthy: [{ allocId: failing.ID }] } });
+  });
+
+  test('the healthy deadline counts from the update: a task that stops running after it fails the allocation then', async () => {
+    const { moved } = await updatedInPlace(harness);
+    const restarting = moved[0]!;
+    await driveTo(harness.clock, MOVED + 500);
+    // It restarts and never runs again: pending until the deadline, 20 s after the update.
+    harness.fake.cluster.failTask(restarting.ID, 'main', { exitCode: 1, restartDelayMs: 60_000 });
+    await driveTo(harness.clock, MOVED + 21_000);
+    const verdict = harness.verdicts.find((v) => v.alloc.allocId === restarting.ID && v.alloc.deploymentId === restarting.DeploymentID);
+    expect(verdict?.outcome).toEqual({ healthy: false, at: MOVED + 20_000, reasons: { main: 'Task not running by healthy_deadline of 20s' } });
+  });
+});
