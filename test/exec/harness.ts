@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { VirtualClock } from '../../src/clock/index.js';
+import { VirtualClock, settle } from '../../src/clock/index.js';
 import { ExecClient } from '../../src/exec/execClient.js';
 import type { ExecSession } from '../../src/exec/sessions.js';
 import type { FakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
@@ -113,7 +113,7 @@ export class Recorder {
 }
 
 /** Live (not zombie) processes in a process group, read from /proc. */
-export function liveInGroup(pgid: number): number[] {
+function liveInGroup(pgid: number): number[] {
   const live: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -125,6 +125,20 @@ export function liveInGroup(pgid: number): number[] {
     } catch {
       // Gone meanwhile.
     }
+  }
+  return live;
+}
+
+/**
+ * Processes of the group that are still alive once the kernel has had time to deliver the kill: a
+ * signalled process leaves /proc asynchronously, so this looks again for a bounded number of event-loop
+ * turns (no wall-clock sleep) before answering.
+ */
+export async function survivorsInGroup(pgid: number, turns = 2_000): Promise<number[]> {
+  let live = liveInGroup(pgid);
+  for (let turn = 0; turn < turns && live.length > 0; turn++) {
+    await settle(10);
+    live = liveInGroup(pgid);
   }
   return live;
 }

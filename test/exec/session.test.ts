@@ -16,7 +16,7 @@ import { ExecConnectionLostError, ExecPermissionDeniedError, ExecProtocolError, 
 import { KILL_GRACE_MS, attachFakeExec } from '../../src/testing/fakeExec/attachFakeExec.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { EXEC_HEARTBEAT_MS, execSessionMachine, type ExecSessionInput, type ExecTransportCommand } from '../../machines/execSession.js';
-import { collect, liveInGroup, opened, startHarness, type Harness } from './harness.js';
+import { collect, survivorsInGroup, opened, startHarness, type Harness } from './harness.js';
 
 describe('the session machine', () => {
   function scripted() {
@@ -91,7 +91,7 @@ describe('against the fake exec endpoint', () => {
     h.clock.advance(1);
     await expect(session.exitCode).rejects.toBeInstanceOf(ExecTimeoutError);
     await h.fake.idle();
-    expect(liveInGroup(pid ?? 0)).toEqual([]);
+    expect(await survivorsInGroup(pid ?? 0)).toEqual([]);
   });
 
   test('a process that ignores SIGHUP is killed after the grace period', async () => {
@@ -105,7 +105,7 @@ describe('against the fake exec endpoint', () => {
     expect(h.fake.running.size).toBe(1);
     h.clock.advance(KILL_GRACE_MS);
     await h.fake.idle();
-    expect(liveInGroup(pid ?? 0)).toEqual([]);
+    expect(await survivorsInGroup(pid ?? 0)).toEqual([]);
   });
 
   test('backpressure: 200 MB read slowly stays within 64 MiB of extra memory', async () => {
@@ -267,6 +267,6 @@ test('closing the fake kills every command at once, even one that ignores SIGHUP
   const [pid] = [...h.fake.running];
   await h.close();
   await h.fake.idle();
-  expect(liveInGroup(pid ?? 0)).toEqual([]);
+  expect(await survivorsInGroup(pid ?? 0)).toEqual([]);
   await expect(session.exitCode).rejects.toBeInstanceOf(ExecConnectionLostError);
 });
