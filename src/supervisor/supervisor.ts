@@ -21,6 +21,7 @@ import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/al
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
 import { BoundedHistory } from './boundedHistory.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
+import { InPlaceMoves, type MovingUpdate } from './inPlaceMoves.js';
 import type { SupervisorInput } from './inputs.js';
 import { silentLogger, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
@@ -112,7 +113,7 @@ function refOf(allocation: Allocation): AllocationRef {
   };
 }
 
-function deploymentOf(allocation: Allocation): string | undefined {
+function deploymentOf(allocation: Pick<Allocation, 'DeploymentID'>): string | undefined {
   return allocation.DeploymentID || undefined;
 }
 
@@ -159,7 +160,9 @@ export class Supervisor implements ExecTarget {
   /** The latest update of allocations whose job is being looked up. */
   private readonly resolving = new Map<string, Allocation>();
   /** The update that moved an allocation into another deployment, until it is watched again from it. */
-  private readonly rewatches = new Map<string, Allocation>();
+  private readonly rewatches = new Map<string, MovingUpdate>();
+  /** Tells which allocations seen for the first time were moved in place into their deployment. */
+  private readonly moves: InPlaceMoves;
   private readonly verdictWaiters = new Map<string, Waiter<VerdictRecord>[]>();
   private readonly deploymentWaiters = new Set<DeploymentWaiter>();
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
@@ -186,6 +189,7 @@ export class Supervisor implements ExecTarget {
     this.changes$ = this.changeSubject.asObservable();
     this.problems$ = this.problemSubject.asObservable();
     this.jobs = new JobCache(nomad, { clock });
+    this.moves = new InPlaceMoves(nomad, options.historySize ?? 10_000);
     this.stoppedSignal = new Promise<never>((_, reject) => {
       this.rejectStopped = reject;
     });
@@ -484,8 +488,13 @@ export class Supervisor implements ExecTarget {
 
   private resolve(id: string, allocation: Allocation): void {
     this.resolving.set(id, allocation);
-    this.jobs.jobFor(allocation).then(
-      (job) => this.startTracking(id, job, allocation),
+    // Never watched before: it may have been moved in place before we started.
+    const moved = this.rewatches.has(id) ? undefined : this.moves.movedBy(allocation);
+    Promise.all([this.jobs.jobFor(allocation), moved]).then(
+      ([job, movedBy]) => {
+        if (movedBy && !this.rewatches.has(id)) this.rewatches.set(id, movedBy);
+        this.startTracking(id, job, allocation);
+      },
       (error: unknown) => {
         this.resolving.delete(id);
         const message = `allocation ${id}: ${describeError(error)}`;

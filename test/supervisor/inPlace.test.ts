@@ -4,9 +4,10 @@
  * again from the update (client/allocrunner/health_hook.go Update, client/allochealth/tracker.go):
  * the new deployment's gate must see it proven again, min_healthy_time after the update.
  */
-import type { DeploymentResult } from '../../src/supervisor/index.js';
+import { NomadClient } from '../../src/nomad/client.js';
+import { createSupervisor, type DeploymentResult, type VerdictRecord } from '../../src/supervisor/index.js';
 import { serviceJob } from '../testing/helpers.js';
-import { driveTo, startHarness, type Harness } from './support/harness.js';
+import { driveTo, flush, startHarness, type Harness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
 /** When the in-place update is applied (the version-0 allocations healthy long before). */
@@ -92,5 +93,70 @@ describe('an allocation updated in place is judged again for the new deployment'
     await driveTo(harness.clock, MOVED + 21_000);
     const verdict = harness.verdicts.find((v) => v.alloc.allocId === restarting.ID && v.alloc.deploymentId === restarting.DeploymentID);
     expect(verdict?.outcome).toEqual({ healthy: false, at: MOVED + 20_000, reasons: { main: 'Task not running by healthy_deadline of 20s' } });
+  });
+});
+
+describe('a supervisor started after the in-place update', () => {
+  let harness: Harness;
+  beforeEach(async () => {
+    harness = await startHarness(START);
+  });
+  afterEach(() => harness.close());
+
+  /** A second supervisor on the same cluster and clock from now on: its verdicts and its gate for `version`. */
+  function lateSupervisor(version: number) {
+    const nomad = new NomadClient({ address: harness.fake.address }, { clock: harness.clock, gzip: false });
+    const supervisor = createSupervisor({ nomad, clock: harness.clock });
+    const verdicts: VerdictRecord[] = [];
+    supervisor.verdicts$.subscribe((v) => verdicts.push(v));
+    const gate = follow(harness, supervisor.waitForDeployment('web', { version }));
+    const close = async () => {
+      await supervisor.stop();
+      await nomad.close();
+    };
+    return { verdicts, gate, close };
+  }
+
+  const outcomes = (verdicts: readonly VerdictRecord[], deploymentId: string | undefined) =>
+    verdicts.filter((v) => v.alloc.deploymentId === deploymentId).map((v) => [v.alloc.allocId, v.outcome]).sort();
+
+  test.each([
+    ['while the allocations prove themselves again', 500],
+    ['once they have', 3_000],
+  ])('%s: the same verdicts as the supervisor that watched throughout, and the gate succeeds', async (_when, lateBy) => {
+    const { moved } = await updatedInPlace(harness);
+    await driveTo(harness.clock, MOVED + lateBy);
+    const late = lateSupervisor(1);
+    try {
+      await driveTo(harness.clock, MOVED + 5_000);
+      const deploymentId = moved[0]!.DeploymentID;
+      const expected = moved.map((a) => [a.ID, { healthy: true, at: MOVED + MIN_HEALTHY_MS, reasons: {} }]).sort();
+      expect(outcomes(harness.verdicts, deploymentId)).toEqual(expected);
+      expect(outcomes(late.verdicts, deploymentId)).toEqual(expected);
+      expect(late.gate.result).toMatchObject({ ok: true, version: 1, deploymentId });
+      expect(late.gate.at).toBe(Math.max(MOVED + MIN_HEALTHY_MS, MOVED + lateBy));
+    } finally {
+      await late.close();
+    }
+  });
+
+  test('an allocation placed in its deployment and rewritten by the server since is not taken for moved', async () => {
+    const { cluster } = harness.fake;
+    cluster.registerJob(serviceJob('web'));
+    const placed = cluster.placeAllocations('web');
+    for (const alloc of placed) cluster.startTask(alloc.ID);
+    await driveTo(harness.clock, START + 500);
+    // A server-side write (AllocModifyIndex moves) that is no move into another deployment.
+    cluster.patchAllocation(placed[0]!.ID, { DesiredTransition: { ForceReschedule: null, Migrate: null, Reschedule: true } }, 'AllocationUpdateDesiredTransition');
+    await flush();
+    const late = lateSupervisor(0);
+    try {
+      await driveTo(harness.clock, START + 5_000);
+      const expected = placed.map((a) => [a.ID, { healthy: true, at: START + MIN_HEALTHY_MS, reasons: {} }]).sort();
+      expect(outcomes(late.verdicts, placed[0]!.DeploymentID)).toEqual(expected);
+      expect(late.gate).toMatchObject({ at: START + MIN_HEALTHY_MS, result: { ok: true, version: 0 } });
+    } finally {
+      await late.close();
+    }
   });
 });
