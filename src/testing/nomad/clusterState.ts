@@ -36,16 +36,29 @@ export interface RegisterResult {
   index: number;
 }
 
-export interface PlaceOptions {
+/** Which group a scheduler pass is for, and the evaluation that does it. */
+export interface ScheduleOptions {
   namespace?: string;
   group?: string;
+  /** Evaluation that does the pass; default: the job's newest pending evaluation, or a new one. */
+  evalId?: string;
+}
+
+export interface PlaceOptions extends ScheduleOptions {
   /** How many to place; default: the group's Count minus its live allocations of the current version. */
   count?: number;
-  /** Evaluation that does the placing; default: the job's newest pending evaluation, or a new one. */
-  evalId?: string;
   canary?: boolean;
   /** Allocations the same plan stops (a rolling update replaces old versions as it places new ones). */
   stop?: readonly string[];
+}
+
+/** What a scheduler pass writes its plan with. */
+interface Plan {
+  namespace: string;
+  job: JsonObject;
+  group: JsonObject;
+  evaluation: JsonObject;
+  deployment: JsonObject | undefined;
 }
 
 export class ClusterState extends ClusterStore {
@@ -165,14 +178,26 @@ export class ClusterState extends ClusterStore {
   // ---------------------------------------------------------------------------------------------
   // Scheduling
 
-  /** A scheduler placement (PlanResult): new allocations for a group, the deployment, then the evaluation completes. */
-  placeAllocations(jobId: string, options: PlaceOptions = {}): Allocation[] {
+  /**
+   * One scheduler pass over a group's allocations: `write` applies the plan in one PlanResult batch,
+   * given the evaluation and the job version's deployment (created on first use), and returns the
+   * allocations it wrote; then the evaluation completes.
+   */
+  private schedule(jobId: string, options: ScheduleOptions, write: (plan: Plan) => JsonObject[]): Allocation[] {
     const namespace = options.namespace ?? 'default';
     const job = this.requireJob(jobId, namespace);
     const group = this.requireGroup(job, options.group);
-    const placed = this.batch(() => {
+    const planned = this.batch(() => {
       const evaluation = this.evaluationFor(job, options.evalId);
-      const deployment = this.deploymentFor(job, group);
+      return { allocs: write({ namespace, job, group, evaluation, deployment: this.deploymentFor(job, group) }), evaluation };
+    });
+    this.completeEvaluation(String(planned.evaluation.ID), { QueuedAllocations: { [String(group.Name)]: 0 } });
+    return planned.allocs.map((a) => this.allocation(String(a.ID))!);
+  }
+
+  /** A scheduler placement (PlanResult): new allocations for a group, the deployment, then the evaluation completes. */
+  placeAllocations(jobId: string, options: PlaceOptions = {}): Allocation[] {
+    return this.schedule(jobId, options, ({ namespace, job, group, evaluation, deployment }) => {
       const live = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version === job.Version);
       const count = options.count ?? Math.max(0, Number(group.Count) - live.length);
       const used = new Set([...this.allocs.values()].filter((a) => a.JobID === jobId && a.DesiredStatus === 'run').map((a) => a.Name));
@@ -195,10 +220,8 @@ export class ClusterState extends ClusterStore {
         this.updateAlloc(id, 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' }, true);
       }
       this.refreshJobStatus(job, 'PlanResult');
-      return { allocs, evaluation };
+      return allocs;
     });
-    this.completeEvaluation(String(placed.evaluation.ID), { QueuedAllocations: { [String(group.Name)]: 0 } });
-    return placed.allocs.map((a) => this.allocation(String(a.ID))!);
   }
 
   /**
@@ -208,13 +231,8 @@ export class ClusterState extends ClusterStore {
    * as placed in the deployment), then the evaluation completes. Nothing is published for the
    * tasks: the client keeps them running.
    */
-  updateInPlace(jobId: string, options: { namespace?: string; group?: string; evalId?: string } = {}): Allocation[] {
-    const namespace = options.namespace ?? 'default';
-    const job = this.requireJob(jobId, namespace);
-    const group = this.requireGroup(job, options.group);
-    const updated = this.batch(() => {
-      const evaluation = this.evaluationFor(job, options.evalId);
-      const deployment = this.deploymentFor(job, group);
+  updateInPlace(jobId: string, options: ScheduleOptions = {}): Allocation[] {
+    return this.schedule(jobId, options, ({ namespace, job, group, evaluation, deployment }) => {
       const allocs = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version !== job.Version);
       if (deployment) {
         this.adjustDeploymentGroup(deployment, String(group.Name), (state) => {
@@ -229,10 +247,8 @@ export class ClusterState extends ClusterStore {
         const moved = deployment !== undefined && alloc.DeploymentID !== deployment.ID;
         this.updateAlloc(id, 'PlanResult', { EvalID: evaluation.ID, ...(moved ? { DeploymentID: deployment.ID, DeploymentStatus: null } : {}) }, true);
       }
-      return { allocs, evaluation };
+      return allocs;
     });
-    this.completeEvaluation(String(updated.evaluation.ID), { QueuedAllocations: { [String(group.Name)]: 0 } });
-    return updated.allocs.map((a) => this.allocation(String(a.ID))!);
   }
 
   /**
