@@ -152,8 +152,11 @@ export class Supervisor implements ExecTarget {
   private readonly scope: ResolvedScope;
   private readonly logger: Logger;
   private readonly history: BoundedHistory<VerdictRecord>;
-  /** Allocations Nomad does not watch (and no opt-in policy covers): their updates are skipped. */
-  private readonly unwatched: BoundedHistory<string>;
+  /**
+   * Allocations Nomad does not watch (and no opt-in policy covers), with why and in which
+   * deployment: their updates are skipped until one moves them into another.
+   */
+  private readonly unwatched: BoundedHistory<{ readonly reason: string; readonly deploymentId: string | undefined }>;
   /** Allocations whose job could not be had, reported once each (later updates try again quietly). */
   private readonly jobFailures: BoundedHistory<string>;
   private readonly tracked = new Map<string, Tracked>();
@@ -239,11 +242,12 @@ export class Supervisor implements ExecTarget {
    * with AllocationNotJudgedError for an allocation no policy judges.
    */
   verdict(allocId: string): Promise<VerdictRecord> {
-    // Re-watched for a new deployment: the record in the history is the old deployment's.
-    const known = this.tracked.has(allocId) || this.resolving.has(allocId) ? undefined : this.history.get(allocId);
+    // Watched again for a new deployment: what the history says is about the old one.
+    const judging = this.tracked.has(allocId) || this.resolving.has(allocId);
+    const known = judging ? undefined : this.history.get(allocId);
     if (known) return Promise.resolve(known);
-    const unjudged = this.unwatched.get(allocId);
-    if (unjudged !== undefined) return Promise.reject(new AllocationNotJudgedError(allocId, unjudged));
+    const unjudged = judging ? undefined : this.unwatched.get(allocId);
+    if (unjudged !== undefined) return Promise.reject(new AllocationNotJudgedError(allocId, unjudged.reason));
     if (this.stopped) return Promise.reject(new SupervisorStoppedError(`the verdict of ${allocId}`));
     return new Promise((resolve, reject) => {
       this.verdictWaiters.set(allocId, [...(this.verdictWaiters.get(allocId) ?? []), { resolve, reject }]);
@@ -464,10 +468,13 @@ export class Supervisor implements ExecTarget {
       this.resolving.set(id, allocation);
       return;
     }
+    // Decided (judged or not) for the deployment it is in: nothing more to do.
     const judged = this.history.get(id);
-    if ((judged && !movedFrom(judged.alloc.deploymentId, allocation)) || this.unwatched.get(id)) return;
+    const unjudged = this.unwatched.get(id);
+    if (judged && !movedFrom(judged.alloc.deploymentId, allocation)) return;
+    if (unjudged && !movedFrom(unjudged.deploymentId, allocation)) return;
     if (!tracked && longFinished(allocation)) return;
-    if (tracked || judged) this.rewatch(id, allocation);
+    if (tracked || judged || unjudged) this.rewatch(id, allocation);
     this.resolve(id, allocation);
   }
 
@@ -517,7 +524,7 @@ export class Supervisor implements ExecTarget {
     try {
       const judged = this.policyFor(job, allocation.TaskGroup, !!allocation.DeploymentID);
       if ('reason' in judged) {
-        this.unwatched.set(id, judged.reason);
+        this.unwatched.set(id, { reason: judged.reason, deploymentId: deploymentOf(allocation) });
         this.logger.debug('allocation not judged', { allocId: id, reason: judged.reason });
         for (const waiter of this.verdictWaiters.get(id) ?? []) waiter.reject(new AllocationNotJudgedError(id, judged.reason));
         this.verdictWaiters.delete(id);

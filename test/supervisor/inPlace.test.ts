@@ -96,6 +96,31 @@ describe('an allocation updated in place is judged again for the new deployment'
   });
 });
 
+describe('an allocation nobody judged, moved into a deployment that is judged', () => {
+  let harness: Harness;
+  beforeEach(async () => {
+    harness = await startHarness(START);
+  });
+  afterEach(() => harness.close());
+
+  test('health set manually in version 0, by task states in version 1: judged from the update', async () => {
+    const { cluster } = harness.fake;
+    const job = serviceJob('web');
+    const withHealth = (HealthCheck: string) => ({ Update: { ...(job.Update as object), HealthCheck } });
+    cluster.registerJob(serviceJob('web', withHealth('manual')));
+    const placed = cluster.placeAllocations('web');
+    for (const alloc of placed) cluster.startTask(alloc.ID);
+    await driveTo(harness.clock, MOVED);
+    await expect(harness.supervisor.verdict(placed[0]!.ID)).rejects.toThrow(/manual/);
+    cluster.registerJob(serviceJob('web', withHealth('task_states')));
+    const gate = follow(harness, harness.supervisor.waitForDeployment('web', { version: 1 }));
+    const moved = cluster.updateInPlace('web');
+    await driveTo(harness.clock, MOVED + 5_000);
+    expect(gate).toMatchObject({ at: MOVED + MIN_HEALTHY_MS, result: { ok: true, deploymentId: moved[0]!.DeploymentID } });
+    await expect(harness.supervisor.verdict(placed[0]!.ID)).resolves.toMatchObject({ outcome: { healthy: true, at: MOVED + MIN_HEALTHY_MS } });
+  });
+});
+
 describe('a supervisor started after the in-place update', () => {
   let harness: Harness;
   beforeEach(async () => {
