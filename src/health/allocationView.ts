@@ -1,7 +1,7 @@
 /**
  * Nomad allocation → the compact view the health machine judges: client and desired status, and
  * per task of the group its state, failure, restarts, start and finish times and lifecycle; plus
- * when Nomad's client began watching it, where the healthy deadline counts from.
+ * when Nomad's client began watching it (again, after an in-place update into a new deployment).
  * Malformed parts never throw: each is reported as a problem and read in the safest way
  * (an unknown task is ignored, an unreadable time is unknown, an unknown state is pending).
  */
@@ -10,7 +10,10 @@ import type { AllocationView, TaskView } from '../../machines/allocationHealthTy
 import type { Allocation, NanoTime, TaskGroup, TaskState } from '../nomad/types.js';
 import { isNanoTime, parseNanoTime, parseNomadTime } from './nomadTime.js';
 
-/** The compact view, with the start of Nomad's watch that HealthRegistry.track counts the deadline from. */
+/**
+ * The compact view, with the start of Nomad's watch: HealthRegistry.track counts the deadline from
+ * it, and starts no min_healthy_time window before it.
+ */
 export interface ObservedAllocationView extends AllocationView {
   /** Epoch ms; absent when the data does not tell (the client has not reported the allocation yet). */
   readonly watchingSince?: number;

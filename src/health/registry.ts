@@ -76,8 +76,9 @@ export class HealthRegistry {
 
   /**
    * Starts judging an allocation. The healthy deadline counts from the view's `watchingSince` (when
-   * Nomad began watching, from the allocation's data: see allocationView), else from now; one in the
-   * future or unusable is ignored, with the reason in the machine context (`watchingSinceIgnored`).
+   * Nomad began watching, from the allocation's data: see allocationView), else from now, and no
+   * min_healthy_time window starts before it (an allocation re-watched for a new deployment); one in
+   * the future or unusable is ignored, with the reason in the machine context (`watchingSinceIgnored`).
    * Tracking an id twice only updates its view. Throws HealthInputError when the policy or the view
    * is malformed.
    */
