@@ -1,7 +1,8 @@
 #!/usr/bin/env -S npx tsx
 import { main } from './main.js';
+import { errorMessage } from '../errorMessage.js';
 
 main().catch((error: unknown) => {
-  console.error(error instanceof Error ? error.message : String(error));
+  console.error(errorMessage(error));
   process.exitCode = 2;
 });

@@ -7,6 +7,7 @@ import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
 import { interruptSignal, type CommandIo } from './watchCommand.js';
+import { errorMessage } from '../errorMessage.js';
 
 /**
  * `warden gate <job> [--version N] [--fail-fast]`: a deploy gate for CI/CD. Waits for the job
@@ -71,7 +72,7 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     if (!outcome.ok) return GATE_UNHEALTHY;
     return outcome.awaitingPromotion ? GATE_AWAITING_PROMOTION : GATE_HEALTHY;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
+    const message = errorMessage(error);
     if (isUnreachable(error)) {
       say([`${paint('✘', 'bad', style)} Nomad at ${config.address} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
       return GATE_UNREACHABLE;

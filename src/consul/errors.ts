@@ -3,6 +3,7 @@
  * kind of failure. Requests are described by method and path only: the ACL token travels in a
  * header and never appears here.
  */
+import { errorMessage } from '../errorMessage.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from '../nomad/errors.js';
 
 export abstract class ConsulError extends Error {
@@ -54,7 +55,7 @@ export function consulErrorFrom(error: unknown, method: string, path: string): u
     return new ConsulUnavailableError('timeout', `Consul ${method} ${path}: no answer within ${error.timeoutMs} ms`, { cause: error });
   }
   if (error instanceof NomadConnectionError) {
-    const reason = error.cause instanceof Error ? error.cause.message : String(error.cause);
+    const reason = errorMessage(error.cause);
     return new ConsulUnavailableError('connection', `Consul ${method} ${path}: connection failed: ${reason}`, { cause: error });
   }
   if (error instanceof NomadDecodeError) {

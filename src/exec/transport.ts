@@ -2,6 +2,7 @@ import { fromCallback } from 'xstate';
 import type { ExecSessionInput, ExecTransportCommand } from '../../machines/execSession.js';
 import type { ExecConnection } from '../nomad/exec/connection.js';
 import { ExecError } from '../nomad/exec/errors.js';
+import { errorMessage } from '../errorMessage.js';
 
 /**
  * The session machine's `transport` actor: runs the connection its owner built for the session
@@ -20,7 +21,7 @@ export function connectionTransport(take: (sessionId: string) => ExecConnection 
         failed: (error) => sendBack({ type: 'TRANSPORT.FAILED', error }),
       });
     } catch (cause) {
-      const error = new ExecError(`exec could not connect: ${cause instanceof Error ? cause.message : String(cause)}`);
+      const error = new ExecError(`exec could not connect: ${errorMessage(cause)}`);
       // Reported after start, as a socket's failures are: whoever spawned the session gets its actor first.
       queueMicrotask(() => running && sendBack({ type: 'TRANSPORT.FAILED', error }));
     }

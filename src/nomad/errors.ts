@@ -1,3 +1,4 @@
+import { errorMessage } from '../errorMessage.js';
 /**
  * Errors of the Nomad transport, undici style: one base class with a stable `code`, one subclass
  * per kind of failure. None of them ever carries the ACL token: requests are described by method
@@ -89,7 +90,7 @@ export class NomadConnectionError extends NomadError {
     readonly path: string,
     cause: unknown,
   ) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
+    const reason = errorMessage(cause);
     super(`Nomad ${method} ${path}: connection failed: ${reason}`, { cause });
     this.name = 'NomadConnectionError';
   }

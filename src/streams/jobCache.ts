@@ -20,6 +20,7 @@ import type { NomadClient } from '../nomad/client.js';
 import { NomadError } from '../nomad/errors.js';
 import { isDeploymentEvent, isJobEvent } from '../nomad/eventFrames.js';
 import type { Allocation, Deployment, Job, JobEvent, NomadEvent } from '../nomad/types.js';
+import { errorMessage } from '../errorMessage.js';
 
 /**
  * Whether a Job event is a purge: `Deleted: true` (Nomad 2.0+), or (Nomad 1.8+, which publishes the
@@ -69,9 +70,6 @@ function namespaceOf(value: { Namespace?: string }): string {
   return value.Namespace === undefined || value.Namespace === '' ? DEFAULT_NAMESPACE : value.Namespace;
 }
 
-function reasonOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 export class JobCache {
   private readonly entries = new Map<string, Entry>();
@@ -138,7 +136,7 @@ export class JobCache {
         for (const job of body.Versions ?? []) this.remember(job, namespace);
       });
     } catch (error) {
-      throw this.fail(wanted, new JobUnavailableError(namespace, jobId, version, reasonOf(error), { cause: error }));
+      throw this.fail(wanted, new JobUnavailableError(namespace, jobId, version, errorMessage(error), { cause: error }));
     }
     return this.cached(wanted) ?? this.fail(wanted, new JobUnavailableError(namespace, jobId, version, 'Nomad no longer keeps this version'));
   }
@@ -199,7 +197,7 @@ export class JobCache {
       this.store(latestKey, { job });
       return job;
     } catch (error) {
-      throw this.fail(latestKey, new JobUnavailableError(namespace, jobId, undefined, reasonOf(error), { cause: error }));
+      throw this.fail(latestKey, new JobUnavailableError(namespace, jobId, undefined, errorMessage(error), { cause: error }));
     }
   }
 

@@ -8,6 +8,7 @@ import { isAllocationEvent } from '../nomad/eventFrames.js';
 import type { EventBatch } from '../nomad/eventStream.js';
 import type { Allocation, Job } from '../nomad/types.js';
 import { JobUnavailableError, type JobCache } from './jobCache.js';
+import { errorMessage } from '../errorMessage.js';
 
 export interface JoinedAllocation {
   allocation: Allocation;
@@ -22,7 +23,7 @@ export interface JoinedAllocation {
 
 function unavailable(allocation: Allocation, error: unknown): JobUnavailableError {
   if (error instanceof JobUnavailableError) return error;
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = errorMessage(error);
   return new JobUnavailableError(allocation.Namespace ?? 'default', allocation.JobID, undefined, reason, { cause: error });
 }
 

@@ -27,6 +27,7 @@ import { silentLogger, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 import { AllocationNotJudgedError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
+import { errorMessage } from '../errorMessage.js';
 
 export interface SupervisorRuntimeOptions {
   /** The cluster's client: job, deployment and evaluation reads. */
@@ -126,9 +127,6 @@ function movedFrom(judged: string | undefined, allocation: Allocation): boolean 
   return deploymentId !== undefined && deploymentId !== judged;
 }
 
-function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 /**
  * The supervisor at work: routes each cluster update to the one allocation health machine it
@@ -206,7 +204,7 @@ export class Supervisor implements ExecTarget {
       })
       .subscribe({
         next: (update) => this.consul?.update(update.checks),
-        error: (error: unknown) => this.report({ kind: 'consul-unavailable', message: `Consul health watch ended: ${describeError(error)}` }),
+        error: (error: unknown) => this.report({ kind: 'consul-unavailable', message: `Consul health watch ended: ${errorMessage(error)}` }),
       });
     const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
       const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};
@@ -233,7 +231,7 @@ export class Supervisor implements ExecTarget {
     this.actor.start();
     this.subscription = options.source.subscribe({
       next: (input) => this.receive(input),
-      error: (error: unknown) => this.report({ kind: 'stream-failed', message: describeError(error) }),
+      error: (error: unknown) => this.report({ kind: 'stream-failed', message: errorMessage(error) }),
     });
   }
 
@@ -302,7 +300,7 @@ export class Supervisor implements ExecTarget {
       const latest = await this.options.nomad.query<Deployment | null>(`/v1/job/${encodeURIComponent(jobId)}/deployment`, { namespace });
       if (latest.body) this.onDeployment(latest.body);
     } catch (error) {
-      this.logger.warn('could not read the latest deployment', { jobId, error: describeError(error) });
+      this.logger.warn('could not read the latest deployment', { jobId, error: errorMessage(error) });
     }
     return result;
   }
@@ -319,7 +317,7 @@ export class Supervisor implements ExecTarget {
         if ('policy' in judged) return undefined;
         reasons.push(judged.reason);
       } catch (error) {
-        reasons.push(describeError(error));
+        reasons.push(errorMessage(error));
       }
     }
     return reasons.length === 0 ? 'the job has no task groups' : reasons.join('; ');
@@ -504,7 +502,7 @@ export class Supervisor implements ExecTarget {
       },
       (error: unknown) => {
         this.resolving.delete(id);
-        const message = `allocation ${id}: ${describeError(error)}`;
+        const message = `allocation ${id}: ${errorMessage(error)}`;
         if (this.jobFailures.get(id) === message) return;
         this.jobFailures.set(id, message);
         this.report({ kind: 'job-unavailable', allocId: id, message });
@@ -542,7 +540,7 @@ export class Supervisor implements ExecTarget {
     } catch (error) {
       this.tracked.delete(id);
       this.consul?.forget(id);
-      this.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${describeError(error)}` });
+      this.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
     }
   }
 

@@ -16,6 +16,7 @@ import { waitForIndex, type BlockingContext } from './nomad/blocking.js';
 import { parseGoDuration } from './nomad/goText.js';
 import { SeededRandom } from './nomad/ids.js';
 import { sendJson, sendText } from './nomad/wire.js';
+import { errorMessage } from '../errorMessage.js';
 
 export type FakeCheckStatus = 'passing' | 'warning' | 'critical';
 
@@ -234,7 +235,7 @@ export class FakeConsul {
   private handle(req: IncomingMessage, res: ServerResponse): void {
     this.route(req, res).catch((error: unknown) => {
       if (res.headersSent || res.destroyed) return;
-      const apiError = error instanceof ConsulApiError ? error : new ConsulApiError(500, error instanceof Error ? error.message : String(error));
+      const apiError = error instanceof ConsulApiError ? error : new ConsulApiError(500, errorMessage(error));
       sendText(req, res, apiError.status, apiError.body);
     });
   }

@@ -28,6 +28,7 @@ import { SeededRandom } from './nomad/ids.js';
 import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
 import { matchRoute } from './nomad/routes.js';
 import { requestToken, sendText, type FakeNomadVersion } from './nomad/wire.js';
+import { errorMessage } from '../errorMessage.js';
 
 export interface FakeNomadTlsOptions {
   /** PEM server certificate and key. */
@@ -186,7 +187,7 @@ export class FakeNomad {
         res.destroy();
         return;
       }
-      const apiError = error instanceof NomadApiError ? error : new NomadApiError(500, error instanceof Error ? error.message : String(error));
+      const apiError = error instanceof NomadApiError ? error : new NomadApiError(500, errorMessage(error));
       sendText(req, res, apiError.status, apiError.body);
     });
   }

@@ -6,7 +6,7 @@ export { VirtualClock, settle } from '../clock/index.js';
 export { FakeNomad, type FakeNomadOptions, type FakeNomadTlsOptions, type FakeNomadVersion } from './fakeNomad.js';
 export { FakeConsul, type FakeCheckInput, type FakeCheckStatus, type FakeConsulOptions, type FakeServiceInput, type FakeServiceRegistration } from './fakeConsul.js';
 export type { FakeExec, FakeExecTarget } from './fakeExec/attachFakeExec.js';
-export { ClusterState, type PlaceOptions, type RegisterOptions, type RegisterResult, type TaskEventInput, type TaskUpdate } from './nomad/clusterState.js';
+export { ClusterState, type PlaceOptions, type ScheduleOptions, type RegisterOptions, type RegisterResult, type TaskEventInput, type TaskUpdate } from './nomad/clusterState.js';
 export type { EventBatch, StreamEvent } from './nomad/eventBroker.js';
 export { NomadApiError } from './nomad/errors.js';
 export { FaultSwitches, STREAM_CLOSED_TEXT, type RequestFailure, type StreamFaultPlan } from './nomad/faults.js';

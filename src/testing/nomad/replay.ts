@@ -9,6 +9,7 @@ import { stringifyLossless } from '../losslessJson.js';
 import { isHeartbeatLine, type RecordedLine } from '../recording.js';
 import type { ClusterState } from './clusterState.js';
 import type { StreamEvent } from './eventBroker.js';
+import { errorMessage } from '../../errorMessage.js';
 
 /** Changes or drops (null) one recorded event before it is applied and published. */
 export type ReplayTransform = (event: StreamEvent) => StreamEvent | null;
@@ -49,7 +50,7 @@ function toBatch(line: RecordedLine, options: ReplayOptions): { Index: number; E
     // The client's parser: exact nanosecond timestamps at JSON.parse speed (replays are the hot path).
     value = parseNomadJson(line.raw);
   } catch (error) {
-    throw new ReplayLineError(line, error instanceof Error ? error.message : String(error));
+    throw new ReplayLineError(line, errorMessage(error));
   }
   const batch = value as { Index?: unknown; Events?: unknown };
   if (typeof batch.Index !== 'number' || !Array.isArray(batch.Events)) throw new ReplayLineError(line, 'no Index/Events');
