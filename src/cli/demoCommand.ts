@@ -1,13 +1,14 @@
 import { existsSync, realpathSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { VirtualClock, settle, systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import type { Evaluation } from '../nomad/types.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { describeChange, describeDeployment, describeEvaluation, describeVerdict, paint, type DescribeOptions } from '../supervisor/describe.js';
 import { FakeNomad } from '../testing/fakeNomad.js';
-import { interruptSignal, portNumber } from './watchCommand.js';
+import { portNumber, positiveNumber } from './argumentParsers.js';
+import { interruptSignal } from './commandIo.js';
 import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
 import type { StreamEvent } from '../testing/nomad/eventBroker.js';
@@ -199,11 +200,6 @@ function untilInterrupted(): Promise<void> {
   return new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
-function positiveNumber(text: string): number {
-  const value = Number(text);
-  if (!(value > 0) || !Number.isFinite(value)) throw new InvalidArgumentError('expected a positive number');
-  return value;
-}
 
 export function registerDemoCommand(program: Command): void {
   program

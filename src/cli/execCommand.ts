@@ -5,7 +5,7 @@ import { ExecClient } from '../exec/execClient.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
 import type { Allocation, AllocationListStub } from '../nomad/types.js';
-import { interruptSignal } from './watchCommand.js';
+import { interruptSignal } from './commandIo.js';
 
 /**
  * `warden exec [-t] <alloc-prefix> [--task T] -- cmd args…`, like `nomad alloc exec`: the allocation

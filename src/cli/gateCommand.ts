@@ -1,4 +1,4 @@
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import { systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
@@ -6,7 +6,8 @@ import { consulConfigWhenSet } from '../consul/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
-import { interruptSignal, type CommandIo } from './watchCommand.js';
+import { nonNegativeInteger } from './argumentParsers.js';
+import { interruptSignal, type CommandIo } from './commandIo.js';
 import { errorMessage } from '../errorMessage.js';
 
 /**
@@ -86,11 +87,6 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   }
 }
 
-function nonNegativeInteger(text: string): number {
-  const value = Number(text);
-  if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('expected a non-negative integer');
-  return value;
-}
 
 export function registerGateCommand(program: Command): void {
   program

@@ -1,13 +1,14 @@
-import { InvalidArgumentError, Option, type Command } from 'commander';
-import { systemClock, type Clock } from '../clock/index.js';
+import { Option, type Command } from 'commander';
+import { systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
 import { consulConfigWhenSet } from '../consul/config.js';
-import type { NomadTransportOptions } from '../nomad/transport.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
 import { startInspector } from '../inspect/inspector.js';
+import { portNumber } from './argumentParsers.js';
+import { interruptSignal, type CommandIo } from './commandIo.js';
 
 /**
  * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
@@ -25,17 +26,6 @@ export interface WatchOptions {
   inspect?: number;
 }
 
-/** Where a command writes and what it runs on; the CLI passes the process's, tests their own. */
-export interface CommandIo {
-  env: Readonly<Record<string, string | undefined>>;
-  write(line: string): void;
-  clock?: Clock;
-  /** Ends a long-running command (Ctrl-C). */
-  signal?: AbortSignal;
-  color?: boolean;
-  /** Options of the Nomad client (tests on a VirtualClock turn gzip off: gunzip runs on libuv's thread pool). */
-  transport?: Omit<NomadTransportOptions, 'clock'>;
-}
 
 const CONNECTION_WORDS: Record<ConnectionState, string> = {
   connecting: 'connecting',
@@ -94,19 +84,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   return exitCode;
 }
 
-/** Ctrl-C ends the command cleanly: the supervisor stops and sockets close. */
-export function interruptSignal(): AbortSignal {
-  const controller = new AbortController();
-  process.once('SIGINT', () => controller.abort());
-  process.once('SIGTERM', () => controller.abort());
-  return controller.signal;
-}
 
-export function portNumber(text: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 0 || value > 65_535) throw new InvalidArgumentError('expected a port number (0-65535; 0 picks a free one)');
-  return value;
-}
 
 export function registerWatchCommand(program: Command): void {
   program
