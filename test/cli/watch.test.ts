@@ -80,14 +80,16 @@ describeLive('warden watch against the Nomad at NOMAD_ADDR', () => {
     const sawVerdicts = new Promise<void>((resolve) => {
       const write = (line: string): void => {
         lines.push(line);
-        if (id !== '' && lines.filter((l) => l.includes(`${id}.app[`) && l.endsWith('healthy')).length === 2) resolve();
+        // Each allocation's move into healthy, not its verdict line: both must be seen.
+        if (id !== '' && lines.filter((l) => l.includes(`${id}.app[`) && l.includes('→ healthy')).length === 2) resolve();
       };
       void watch({}, { env: process.env, write, signal: stop.signal });
     });
     try {
       id = await registerScenarioJob(client, 'healthy_task_states');
       await sawVerdicts;
-      expect(lines.filter((l) => l.includes(`${id}.app[`) && l.includes('minHealthyWait → healthy'))).toHaveLength(2);
+      expect(lines.filter((l) => l.includes(`${id}.app[`) && l.includes('→ healthy'))).toHaveLength(2);
+      expect(lines.filter((l) => l.includes(`${id}.app[`) && /\bunhealthy\b/.test(l))).toEqual([]);
     } finally {
       stop.abort();
       if (id !== '') await client.deregisterJob(id, { purge: true });
