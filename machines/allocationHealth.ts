@@ -69,6 +69,14 @@ const onNext =
   ({ context, event }: { context: AllocationHealthContext; event: AllocationHealthEvent }): boolean =>
     judge(recorded(context, event));
 
+type Judge = (next: AllocationHealthContext) => HealthOutcome;
+const judged =
+  (judge: Judge) =>
+  ({ context, event }: { context: AllocationHealthContext; event: AllocationHealthEvent }): AllocationHealthContext => {
+    const next = recorded(context, event);
+    return { ...next, outcome: judge(next) };
+  };
+
 const healthSetup = setup({
   types: {
     context: {} as AllocationHealthContext,
@@ -76,21 +84,19 @@ const healthSetup = setup({
     input: {} as AllocationHealthInput,
     output: {} as HealthOutcome,
   },
+  // A verdict records the observation and judges it in one assign: XState clones the whole
+  // snapshot for every assign, and a verdict is the last step of every allocation.
   actions: {
     record: assign(({ context, event }) => recorded(context, event)),
-    judgeStopped: assign(({ context }) => ({ outcome: { stopped: true, at: context.now } as const })),
-    judgeTaskFailed: assign(({ context }) => {
-      const at = (context.tasks.kind === 'failed' ? context.tasks.at : null) ?? context.now;
-      return { outcome: { healthy: false, at, reasons: explainUnhealthy(context, at) } };
-    }),
+    judgeStopped: assign(judged((next) => ({ stopped: true, at: next.now }))),
+    judgeTaskFailed: assign(judged((next) => {
+      const at = (next.tasks.kind === 'failed' ? next.tasks.at : null) ?? next.now;
+      return { healthy: false, at, reasons: explainUnhealthy(next, at) };
+    })),
     // tracker.go TaskEvents: nothing task-related to explain when the client failed the allocation.
-    judgeAllocFailed: assign(({ context }) => ({ outcome: { healthy: false, at: context.now, reasons: {} } })),
-    judgeHealthy: assign(({ context }) => ({
-      outcome: { healthy: true, at: healthyAt(context) ?? context.now, reasons: {} },
-    })),
-    judgeDeadline: assign(({ context }) => ({
-      outcome: { healthy: false, at: context.deadlineAt, reasons: explainUnhealthy(context, context.deadlineAt) },
-    })),
+    judgeAllocFailed: assign(judged((next) => ({ healthy: false, at: next.now, reasons: {} }))),
+    judgeHealthy: assign(judged((next) => ({ healthy: true, at: healthyAt(next) ?? next.now, reasons: {} }))),
+    judgeDeadline: assign(judged((next) => ({ healthy: false, at: next.deadlineAt, reasons: explainUnhealthy(next, next.deadlineAt) }))),
   },
   guards: {
     desiredStop: onNext((next) => STOPPING_DESIRED_STATUSES.has(next.view.desiredStatus)),
@@ -110,11 +116,11 @@ const healthSetup = setup({
 
 /** Nomad's verdicts, in its order of precedence, judged before any move between the waiting states. */
 const verdicts = [
-  { guard: 'desiredStop', target: 'stopped', actions: ['record', 'judgeStopped'] },
-  { guard: 'taskFailed', target: 'unhealthy', actions: ['record', 'judgeTaskFailed'] },
-  { guard: 'allocFailed', target: 'unhealthy', actions: ['record', 'judgeAllocFailed'] },
-  { guard: 'healthyDue', target: 'healthy', actions: ['record', 'judgeHealthy'] },
-  { guard: 'deadlinePassed', target: 'unhealthy', actions: ['record', 'judgeDeadline'] },
+  { guard: 'desiredStop', target: 'stopped', actions: 'judgeStopped' },
+  { guard: 'taskFailed', target: 'unhealthy', actions: 'judgeTaskFailed' },
+  { guard: 'allocFailed', target: 'unhealthy', actions: 'judgeAllocFailed' },
+  { guard: 'healthyDue', target: 'healthy', actions: 'judgeHealthy' },
+  { guard: 'deadlinePassed', target: 'unhealthy', actions: 'judgeDeadline' },
 ] as const;
 
 /** Nothing decided and no move: remember what was observed. */
