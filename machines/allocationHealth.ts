@@ -130,7 +130,7 @@ const stay = { actions: 'record' } as const;
  * health_hook.go: the deadline counts from when Nomad began watching (init, also on an update that
  * changes the deployment), which may be before judging starts.
  */
-function initialContext(input: AllocationHealthInput): AllocationHealthContext {
+export function initialContext(input: AllocationHealthInput): AllocationHealthContext {
   const ignored = input.watchingSince === undefined ? null : watchingSinceProblem(input.watchingSince, input.now);
   const known = input.watchingSince === undefined || ignored !== null ? null : input.watchingSince;
   return {

@@ -5,7 +5,7 @@
  * inert actor scope can serve every step of every allocation.
  */
 import { createActor, type ActorScope, type SnapshotFrom } from 'xstate';
-import { allocationHealthMachine } from '../../machines/allocationHealth.js';
+import { allocationHealthMachine, initialContext } from '../../machines/allocationHealth.js';
 import type { AllocationHealthEvent, AllocationHealthInput } from '../../machines/allocationHealthTypes.js';
 
 export type AllocationHealthSnapshot = SnapshotFrom<typeof allocationHealthMachine>;
@@ -30,10 +30,14 @@ function inertScope(input: AllocationHealthInput): HealthScope {
 
 export class MachineStepper {
   private scope: HealthScope | undefined;
+  private initialValue: AllocationHealthSnapshot['value'] | undefined;
 
   initial(input: AllocationHealthInput): AllocationHealthSnapshot {
     this.scope ??= inertScope(input);
-    return allocationHealthMachine.getInitialSnapshot(this.scope, input);
+    // Entering the initial state runs no action and no eventless transition, so once the machine
+    // has been entered the long way, every allocation starts in that state with its own context.
+    this.initialValue ??= allocationHealthMachine.getInitialSnapshot(this.scope, input).value;
+    return allocationHealthMachine.resolveState({ value: this.initialValue, context: initialContext(input) });
   }
 
   step(snapshot: AllocationHealthSnapshot, event: AllocationHealthEvent): AllocationHealthSnapshot {
