@@ -135,7 +135,7 @@ export async function runDemo(io: DemoIo): Promise<void> {
     }
     io.write('');
     io.write(`${paint('Done.', 'bold', style)} On a cluster of yours: ${paint('warden watch', 'note', style)} follows every allocation,`);
-    io.write(`${paint('warden gate <job>', 'note', style)} waits for a deployment (exit 0 healthy, 1 not, 2 Nomad unreachable).`);
+    io.write(`${paint('warden gate <job>', 'note', style)} waits for a deployment (exit 0 healthy, 1 not, 2 Nomad unreachable, 3 canaries awaiting promotion).`);
     if (inspector && io.linger) {
       io.write(`The inspector stays open at ${paint(inspector.url, 'note', style)}: Ctrl-C to end.`);
       await io.linger();
