@@ -102,6 +102,11 @@ export interface AllocationViewOptions {
    * update or an earlier one): watching began again with it, not with the "Received" event.
    */
   readonly rewatchedBy?: Pick<Allocation, 'ModifyTime'>;
+  /**
+   * Estimate when Nomad began watching (default true). Only the view an allocation is first tracked
+   * with needs it; later updates skip the scan of every task event.
+   */
+  readonly estimateWatchingSince?: boolean;
 }
 
 /**
@@ -118,7 +123,10 @@ export function allocationView(allocation: Allocation, group: TaskGroup, options
   for (const name of Object.keys(states)) {
     if (!(name in tasks)) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
   }
-  const since = options.rewatchedBy === undefined ? watchingSince(allocation, states, problems) : rewatchedSince(options.rewatchedBy, problems);
+  const since =
+    options.rewatchedBy !== undefined ? rewatchedSince(options.rewatchedBy, problems)
+    : options.estimateWatchingSince === false ? undefined
+    : watchingSince(allocation, states, problems);
   return {
     view: {
       clientStatus: typeof allocation.ClientStatus === 'string' ? allocation.ClientStatus : 'pending',

@@ -572,7 +572,8 @@ export class Supervisor implements ExecTarget {
   }
 
   private updateTracked(id: string, tracked: Tracked, allocation: Allocation): void {
-    const { view, problems } = allocationView(allocation, tracked.group);
+    // The machine took its watching start when tracking began: updates need no estimate.
+    const { view, problems } = allocationView(allocation, tracked.group, { estimateWatchingSince: false });
     for (const problem of problems) this.logger.debug('allocation view', { allocId: id, problem });
     this.registry.updateAllocation(id, view);
   }

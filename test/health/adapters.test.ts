@@ -188,6 +188,14 @@ describe('allocationView: when Nomad began watching (watchingSince, the start of
     expect(allocationView({ ...base, TaskStates: null }, group).view.watchingSince).toBe(createdMs);
   });
 
+  it('updates after the first sighting can skip the estimate; the rest of the view is the same', () => {
+    const allocation = { ...base, TaskStates: { main: state([{ Type: 'Received', Time: at(9) }]) } };
+    const skipped = allocationView(allocation, group, { estimateWatchingSince: false });
+    expect(skipped.view).not.toHaveProperty('watchingSince');
+    const { watchingSince: _since, ...full } = allocationView(allocation, group).view;
+    expect(skipped.view).toEqual(full);
+  });
+
   it('a placement the client has not reported yet has no estimate (Nomad may not be watching it yet)', () => {
     const { view, problems } = allocationView({ ...base, ClientStatus: 'pending', TaskStates: null }, group);
     expect(view).not.toHaveProperty('watchingSince');
