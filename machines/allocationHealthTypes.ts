@@ -79,6 +79,17 @@ export interface HealthStopped {
 
 export type HealthOutcome = HealthVerdict | HealthStopped;
 
+/**
+ * Not from the machine: what a runtime reports when the allocation's history, as the data keeps it,
+ * cannot decide the verdict (Nomad keeps only the last events of a task), rather than guess.
+ */
+export interface HealthUndetermined {
+  readonly undetermined: true;
+  /** Where the history that is kept begins. */
+  readonly at: number;
+  readonly reason: string;
+}
+
 export interface AllocationHealthInput {
   readonly policy: HealthPolicy;
   /** When the machine starts judging. */

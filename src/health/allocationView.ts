@@ -32,12 +32,19 @@ function readTime(task: string, field: string, value: unknown, problems: string[
   return null;
 }
 
-function taskView(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle'], state: TaskState | undefined, problems: string[]): TaskView {
+/** A task's lifecycle as the health rules know it; an unknown hook is reported and read as a main task. */
+export function lifecycleOf(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle'], problems: string[]): Pick<TaskView, 'hook' | 'sidecar'> {
   const hook = lifecycle?.Hook ?? null;
   const known = { hook: hook === 'prestart' || hook === 'poststart' || hook === 'poststop' ? hook : null, sidecar: lifecycle?.Sidecar === true };
   if (hook !== known.hook) problems.push(`task ${name}: unknown lifecycle hook ${JSON.stringify(hook)}, treated as a main task`);
+  return known;
+}
+
+/** A task's TaskState as the health rules see it (a task Nomad has not reported yet is pending). */
+export function taskView(name: string, known: Pick<TaskView, 'hook' | 'sidecar'>, state: TaskState | undefined, problems: string[]): TaskView {
+  const lifecycle = { hook: known.hook, sidecar: known.sidecar };
   if (state === undefined || state === null) {
-    return { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null, ...known };
+    return { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null, ...lifecycle };
   }
   if (!TASK_RUN_STATES.has(state.State)) problems.push(`task ${name}: unknown state ${JSON.stringify(state.State)}, treated as pending`);
   return {
@@ -46,7 +53,7 @@ function taskView(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle
     restarts: typeof state.Restarts === 'number' ? state.Restarts : 0,
     startedAt: readTime(name, 'StartedAt', state.StartedAt, problems),
     finishedAt: readTime(name, 'FinishedAt', state.FinishedAt, problems),
-    ...known,
+    ...lifecycle,
   };
 }
 
@@ -57,7 +64,8 @@ function taskView(name: string, lifecycle: TaskGroup['Tasks'][number]['Lifecycle
  * else CreateTime once the client has reported the allocation at all. Before that, Nomad may not be
  * watching yet, so nothing is estimated and the deadline counts from the first sight.
  */
-function watchingSince(allocation: Allocation, states: Readonly<Record<string, TaskState>>, problems: string[]): number | undefined {
+export function estimatedWatchingSince(allocation: Allocation, problems: string[]): number | undefined {
+  const states = allocation.TaskStates ?? {};
   // Raw nanosecond values compare exactly (bigint with number too); only the winner is converted.
   let received: NanoTime | undefined;
   let earliest: NanoTime | undefined;
@@ -118,7 +126,7 @@ export function allocationView(allocation: Allocation, group: TaskGroup, options
   const states = allocation.TaskStates ?? {};
   const tasks: Record<string, TaskView> = {};
   for (const task of Array.isArray(group.Tasks) ? group.Tasks : []) {
-    tasks[task.Name] = taskView(task.Name, task.Lifecycle, states[task.Name], problems);
+    tasks[task.Name] = taskView(task.Name, lifecycleOf(task.Name, task.Lifecycle, problems), states[task.Name], problems);
   }
   for (const name of Object.keys(states)) {
     if (!(name in tasks)) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
@@ -126,7 +134,7 @@ export function allocationView(allocation: Allocation, group: TaskGroup, options
   const since =
     options.rewatchedBy !== undefined ? rewatchedSince(options.rewatchedBy, problems)
     : options.estimateWatchingSince === false ? undefined
-    : watchingSince(allocation, states, problems);
+    : estimatedWatchingSince(allocation, problems);
   return {
     view: {
       clientStatus: typeof allocation.ClientStatus === 'string' ? allocation.ClientStatus : 'pending',

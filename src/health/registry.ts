@@ -1,11 +1,15 @@
 /**
  * The health of many allocations at once: one stored machine snapshot per allocation, stepped with
- * pure transitions, and at most one timer per allocation on the shared Clock (armed at the
- * machine's `wakeAt`). Not spawned actors: a spawn costs O(siblings) and a default actor ~4.6 KiB,
- * both far too much at 100,000 allocations (see bench/health-machine.ts).
+ * pure transitions. Not spawned actors: a spawn costs O(siblings) and a default actor ~4.6 KiB, both
+ * far too much at 100,000 allocations (see bench/health-machine.ts).
+ *
+ * Time is the data's: each allocation is fed its history (allocationHistory.ts), every view at the
+ * time it held, and time only passes for a machine (its `wakeAt`: min_healthy_time served, deadline
+ * passed) up to what its Horizon says is known, so a verdict never outruns data still on its way.
+ * Updates that change nothing never reach the machine.
  */
 import type { InspectionEvent, Observer } from 'xstate';
-import type { Clock, TimerHandle } from '../clock/index.js';
+import type { Clock } from '../clock/index.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import { wakeAt } from '../../machines/allocationHealthRules.js';
 import { allocationViewProblem, checkViewsProblem, healthPolicyProblem } from '../../machines/allocationHealthInput.js';
@@ -17,6 +21,8 @@ import type {
   HealthPolicy,
 } from '../../machines/allocationHealthTypes.js';
 import type { ObservedAllocationView } from './allocationView.js';
+import type { TimedView } from './allocationHistory.js';
+import { ClockHorizon, type Horizon } from './horizon.js';
 import { HealthInputError } from './errors.js';
 import { MachineStepper, type AllocationHealthSnapshot } from './machineStepper.js';
 import { sameAllocationView, sameChecks } from './viewEquality.js';
@@ -38,6 +44,8 @@ export interface HealthRegistryOptions {
   readonly clock: Clock;
   /** Receives `@xstate.event` and `@xstate.snapshot` inspection events for every step, synchronously. */
   readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /** Up to when each allocation's data is known (default: up to the clock's now, a ClockHorizon). */
+  readonly horizon?: Horizon;
 }
 
 export interface HealthStatus {
@@ -47,15 +55,45 @@ export interface HealthStatus {
   readonly rejected: string | null;
 }
 
+/** What the registry is fed for an allocation: its views over time, as allocationHistory gives them. */
+export interface HealthHistory {
+  readonly views: readonly TimedView[];
+  /** Its client's data speaks for everything up to this time (null: nothing reported yet). */
+  readonly asOf: number | null;
+  /** A stop the server wrote at this time and the client has not acted on yet: it counts once known to be the latest word. */
+  readonly pendingStop?: number | undefined;
+}
+
+/** Where judging starts: when Nomad began watching the allocation, as far as the data tells. */
+export interface HealthStart {
+  /** Data time judging starts at. */
+  readonly at: number;
+  /** When Nomad began watching (may be before `at`); absent: from `at`. */
+  readonly watchingSince?: number | undefined;
+}
+
+/** Something to feed at a time not yet known to be past: checks seen then, or a pending stop. */
+interface Queued {
+  readonly at: number;
+  readonly checks?: readonly CheckView[];
+  readonly stop?: true;
+}
+
 interface Entry {
   snapshot: AllocationHealthSnapshot;
-  timer: TimerHandle | undefined;
-  due: number | null;
+  /** The data of the allocation speaks for everything up to this time. */
+  known: number;
+  queue: Queued[] | undefined;
+  /** A view has been fed: time passing means something from then on. */
+  fed: boolean;
+  /** Data time of the latest view fed (what a later history picks up from). */
+  viewAt: number;
 }
 
 export class HealthRegistry {
   private readonly clock: Clock;
   private readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  private readonly horizon: Horizon;
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<HealthListener>();
   private readonly stepper = new MachineStepper();
@@ -64,6 +102,13 @@ export class HealthRegistry {
     this.clock = options.clock;
     const { inspect } = options;
     this.inspect = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect);
+    this.horizon = options.horizon ?? new ClockHorizon(options.clock);
+    this.horizon.connect((ids) => {
+      for (const id of ids) {
+        const entry = this.entries.get(id);
+        if (entry !== undefined) this.advance(id, entry);
+      }
+    });
   }
 
   get size(): number {
@@ -75,53 +120,67 @@ export class HealthRegistry {
   }
 
   /**
-   * Starts judging an allocation. The healthy deadline counts from the view's `watchingSince` (when
-   * Nomad began watching, from the allocation's data: see allocationView), else from now, and no
-   * min_healthy_time window starts before it (an allocation re-watched for a new deployment); one in
-   * the future or unusable is ignored, with the reason in the machine context (`watchingSinceIgnored`).
-   * Tracking an id twice only updates its view. Throws HealthInputError when the policy or the view
-   * is malformed.
+   * Starts judging an allocation seen now, as it stands now. The healthy deadline counts from the
+   * view's `watchingSince` (when Nomad began watching, from the allocation's data: see
+   * allocationView), else from now, and no min_healthy_time window starts before it; one in the future
+   * or unusable is ignored, with the reason in the machine context (`watchingSinceIgnored`). Tracking
+   * an id twice only updates its view. Throws HealthInputError when the policy or the view is malformed.
    */
   track(allocationId: string, policy: HealthPolicy, view: ObservedAllocationView, checks: readonly CheckView[] = []): HealthStatus {
     if (this.entries.has(allocationId)) {
       this.updateAllocation(allocationId, view);
       return this.status(allocationId) as HealthStatus;
     }
-    const problem = healthPolicyProblem(policy) ?? allocationViewProblem(view) ?? checkViewsProblem(checks);
-    if (problem !== null) throw new HealthInputError(allocationId, problem);
     const now = this.clock.now();
-    const entry: Entry = { snapshot: this.stepper.initial({ policy, now, watchingSince: view.watchingSince }), timer: undefined, due: null };
+    return this.trackHistory(allocationId, policy, { at: now, watchingSince: view.watchingSince }, { views: [{ at: now, view }], asOf: now }, checks);
+  }
+
+  /**
+   * Starts judging an allocation from `start` and feeds it `history`: as if it had been watched
+   * since, whenever it is first seen. Throws HealthInputError when the policy or a view is malformed.
+   */
+  trackHistory(allocationId: string, policy: HealthPolicy, start: HealthStart, history: HealthHistory, checks: readonly CheckView[] = []): HealthStatus {
+    const problem =
+      healthPolicyProblem(policy) ?? history.views.reduce<string | null>((found, timed) => found ?? allocationViewProblem(timed.view), null) ?? checkViewsProblem(checks);
+    if (problem !== null) throw new HealthInputError(allocationId, problem);
+    this.drop(allocationId);
+    const snapshot = this.stepper.initial({ policy, now: start.at, watchingSince: start.watchingSince });
+    const entry: Entry = { snapshot, known: start.at, queue: undefined, fed: false, viewAt: start.at };
     this.entries.set(allocationId, entry);
-    // The allocation as first seen is the machine's first observation.
-    this.step(allocationId, entry, { type: 'observe', view, checks, now });
+    if (checks.length > 0) this.step(allocationId, entry, { type: 'observe', checks, now: start.at });
+    this.feed(allocationId, entry, history);
     return this.status(allocationId) as HealthStatus;
   }
 
-  /** Feeds a new view; returns false when the allocation is unknown or the view changed nothing. */
+  /** Feeds a view seen now; returns false when the allocation is unknown or the view changed nothing. */
   updateAllocation(allocationId: string, view: AllocationView): boolean {
-    const entry = this.entries.get(allocationId);
-    if (entry === undefined) return false;
-    // A malformed view still goes to the machine, which records why it ignored it.
-    if (allocationViewProblem(view) === null && sameAllocationView(entry.snapshot.context.view, view)) return false;
-    this.step(allocationId, entry, { type: 'observe', view, now: this.clock.now() });
-    return true;
+    const now = this.clock.now();
+    return this.observe(allocationId, { views: [{ at: now, view }], asOf: now });
   }
 
-  /** Feeds the allocation's registered checks; returns false when unknown or unchanged. */
+  /** Feeds what happened since the last feed; returns false when the allocation is unknown or nothing changed. */
+  observe(allocationId: string, history: HealthHistory): boolean {
+    const entry = this.entries.get(allocationId);
+    if (entry === undefined) return false;
+    return this.feed(allocationId, entry, history);
+  }
+
+  /** Feeds the allocation's registered checks, as seen now; returns false when unknown or unchanged. */
   updateChecks(allocationId: string, checks: readonly CheckView[]): boolean {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
-    if (checkViewsProblem(checks) === null && sameChecks(entry.snapshot.context.checks, checks)) return false;
-    this.step(allocationId, entry, { type: 'observe', checks, now: this.clock.now() });
+    const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.snapshot.context.checks;
+    if (checkViewsProblem(checks) === null && sameChecks(latest, checks)) return false;
+    this.enqueue(entry, { at: Math.max(this.clock.now(), entry.snapshot.context.now), checks });
+    this.advance(allocationId, entry);
     return true;
   }
 
-  /** Forgets an allocation and cancels its timer. */
+  /** Forgets an allocation and what it waited for. */
   drop(allocationId: string): boolean {
-    const entry = this.entries.get(allocationId);
-    if (entry === undefined) return false;
-    this.disarm(entry);
-    return this.entries.delete(allocationId);
+    if (!this.entries.delete(allocationId)) return false;
+    this.horizon.release(allocationId);
+    return true;
   }
 
   status(allocationId: string): HealthStatus | undefined {
@@ -134,6 +193,12 @@ export class HealthRegistry {
     };
   }
 
+  /** The view last fed, and the data time it held from: where the allocation's next history picks up. */
+  lastView(allocationId: string): { readonly at: number; readonly view: AllocationView } | undefined {
+    const entry = this.entries.get(allocationId);
+    return entry === undefined ? undefined : { at: entry.viewAt, view: entry.snapshot.context.view };
+  }
+
   /** The machine snapshot itself (for the inspector, or to persist with `getPersistedSnapshot`). */
   snapshot(allocationId: string): AllocationHealthSnapshot | undefined {
     return this.entries.get(allocationId)?.snapshot;
@@ -142,6 +207,82 @@ export class HealthRegistry {
   subscribe(listener: HealthListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Feeds each view at its time, letting time pass between them where the machine waits for it. */
+  private feed(allocationId: string, entry: Entry, history: HealthHistory): boolean {
+    // A stop waiting for its client's reaction: this history has the reaction, or waits still.
+    const waitingStop = entry.queue?.find((item) => item.stop !== undefined)?.at;
+    if (waitingStop !== undefined) entry.queue = (entry.queue as Queued[]).filter((item) => item.stop === undefined);
+    let changed = false;
+    for (const { at, view } of history.views) {
+      if (entry.snapshot.status !== 'active') break;
+      // Time passes up to the view (what happened before it is known: the view says so); at the
+      // same instant, what was observed goes first. Before the first view there is nothing to judge.
+      entry.known = Math.max(entry.known, at);
+      if (entry.fed) this.pass(allocationId, entry, at, false);
+      entry.fed = true;
+      entry.viewAt = Math.max(entry.viewAt, at);
+      if (entry.snapshot.status !== 'active') break;
+      // A malformed view still goes to the machine, which records why it ignored it.
+      if (allocationViewProblem(view) === null && sameAllocationView(entry.snapshot.context.view, view)) continue;
+      this.step(allocationId, entry, { type: 'observe', view, now: at });
+      changed = true;
+    }
+    if (history.asOf !== null) entry.known = Math.max(entry.known, history.asOf);
+    if (history.pendingStop !== undefined && entry.snapshot.status === 'active') {
+      const at = Math.min(history.pendingStop, waitingStop ?? Number.POSITIVE_INFINITY);
+      this.enqueue(entry, { at: Math.max(at, entry.snapshot.context.now), stop: true });
+    }
+    this.advance(allocationId, entry);
+    return changed;
+  }
+
+  /** Lets time pass as far as the data and the horizon know, then asks the horizon for the rest. */
+  private advance(allocationId: string, entry: Entry): void {
+    const upTo = Math.max(entry.known, this.horizon.knownUpTo(allocationId));
+    this.pass(allocationId, entry, upTo, true);
+    const next = this.nextDue(entry);
+    if (next === null) this.horizon.release(allocationId);
+    else this.horizon.request(allocationId, next);
+  }
+
+  /** Feeds, in time order, the machine's wake-ups and queued items due by `upTo` (`inclusive` of it). */
+  private pass(allocationId: string, entry: Entry, upTo: number, inclusive: boolean): void {
+    for (;;) {
+      if (entry.snapshot.status !== 'active') return;
+      const wake = wakeAt(entry.snapshot.context);
+      const queued = entry.queue?.[0];
+      const at = Math.min(wake ?? Number.POSITIVE_INFINITY, queued?.at ?? Number.POSITIVE_INFINITY);
+      if (!(inclusive ? at <= upTo : at < upTo)) return;
+      if (queued !== undefined && queued.at === at) {
+        (entry.queue as Queued[]).shift();
+        this.step(allocationId, entry, this.queuedEvent(entry, queued));
+      } else {
+        this.step(allocationId, entry, { type: 'observe', now: at });
+      }
+    }
+  }
+
+  private queuedEvent(entry: Entry, queued: Queued): AllocationHealthEvent {
+    if (queued.checks !== undefined) return { type: 'observe', checks: queued.checks, now: queued.at };
+    const { view } = entry.snapshot.context;
+    return { type: 'observe', view: { ...view, desiredStatus: 'stop' }, now: queued.at };
+  }
+
+  private nextDue(entry: Entry): number | null {
+    if (entry.snapshot.status !== 'active') return null;
+    const wake = wakeAt(entry.snapshot.context);
+    const queued = entry.queue?.[0]?.at;
+    if (wake === null) return queued ?? null;
+    return queued === undefined ? wake : Math.min(wake, queued);
+  }
+
+  private enqueue(entry: Entry, item: Queued): void {
+    const queue = (entry.queue ??= []);
+    let i = queue.length;
+    while (i > 0 && (queue[i - 1] as Queued).at > item.at) i--;
+    queue.splice(i, 0, item);
   }
 
   private step(allocationId: string, entry: Entry, event: AllocationHealthEvent): void {
@@ -153,34 +294,11 @@ export class HealthRegistry {
     const from = before.value as AllocationHealthState;
     const to = after.value as AllocationHealthState;
     if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
-    this.settle(allocationId, entry);
-  }
-
-  /** Announces an outcome, or (re-)arms the one timer at the machine's next wake-up. */
-  private settle(allocationId: string, entry: Entry): void {
-    const { context, status } = entry.snapshot;
-    if (status === 'done') {
-      this.disarm(entry);
-      this.emit({ type: 'outcome', allocationId, outcome: context.outcome as HealthOutcome });
-      return;
+    if (after.status === 'done') {
+      entry.queue = undefined;
+      this.horizon.release(allocationId);
+      this.emit({ type: 'outcome', allocationId, outcome: after.context.outcome as HealthOutcome });
     }
-    const due = wakeAt(context);
-    if (due === entry.due) return;
-    this.disarm(entry);
-    if (due === null) return;
-    entry.due = due;
-    entry.timer = this.clock.setTimeout(() => {
-      entry.timer = undefined;
-      entry.due = null;
-      // A dropped allocation's timer was cancelled; a re-tracked id has a different entry.
-      if (this.entries.get(allocationId) === entry) this.step(allocationId, entry, { type: 'observe', now: this.clock.now() });
-    }, Math.max(0, due - this.clock.now()));
-  }
-
-  private disarm(entry: Entry): void {
-    if (entry.timer !== undefined) this.clock.clearTimeout(entry.timer);
-    entry.timer = undefined;
-    entry.due = null;
   }
 
   private emit(change: HealthChange): void {

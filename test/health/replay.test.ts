@@ -5,6 +5,7 @@
  * documented differences between 1.1.2 and today's tracker, never typed in per allocation.
  */
 import { durationMs, parseNomadTime, type HealthOutcome, type OptInHealthPolicy } from '../../src/health/index.js';
+import type { HealthUndetermined } from '../../machines/allocationHealthTypes.js';
 import { formatGoDuration } from '../../machines/allocationHealthRules.js';
 import { isHeartbeatLine, listScenarios } from '../../src/testing/recording.js';
 import type { Job, TaskGroup } from '../../src/nomad/types.js';
@@ -96,7 +97,7 @@ function expectationFor(replay: Replay, allocation: ExpectedAllocation): Expecta
   return { kind: 'verdict', healthy: false, reasons, at: nomadAt, toleranceMs: 100, why: 'failure' };
 }
 
-function expectOutcome(outcome: HealthOutcome | undefined, expectation: Expectation): void {
+function expectOutcome(outcome: HealthOutcome | HealthUndetermined | undefined, expectation: Expectation): void {
   switch (expectation.kind) {
     case 'none':
       expect(outcome).toBeUndefined();
@@ -133,26 +134,24 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     }
   });
 
-  it.each(scenarios)('%s: judging that starts late, at any line of the stream, reaches the same verdicts', (name) => {
-    const { scenario } = replayScenario(name);
-    const expected = (scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations;
-    const starts = [...new Set(scenario.stream.filter((line) => !isHeartbeatLine(line)).map((line) => line.t))];
+  it.each(scenarios)('%s: judging that starts late, at any line of the stream, reaches the same verdicts at the same times', (name) => {
+    const watched = replayScenario(name);
+    const full = Object.fromEntries([...watched.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
+    const starts = [...new Set(watched.scenario.stream.filter((line) => !isHeartbeatLine(line)).map((line) => line.t))];
     for (const startAt of starts) {
       const late = replayScenario(name, { startAt });
-      for (const allocation of expected) {
-        const replayed = late.allocations.get(allocation.ID);
-        // Listed after its stop: not judged (stopped), as one watching from the start would not judge it then either.
-        if (replayed?.outcome === undefined || replayed.firstSeen.desiredStatus !== 'run') continue;
-        expectOutcome(replayed.outcome, expectationFor(late, allocation));
-      }
+      const judged = Object.fromEntries([...late.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
+      expect({ startAt, judged }).toEqual({ startAt, judged: full });
     }
   });
 
-  it('deadline_not_running: watching from the start, the deadline counts from the first sight (the placement has no client data yet)', () => {
+  it('deadline_not_running: the deadline counts from when Nomad began watching (the Received event), not from the placement', () => {
     const replay = replayScenario('deadline_not_running');
     const [allocation] = replay.allocations.values();
+    const expected = (replay.scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations[0] as ExpectedAllocation;
+    const received = nanosToMs(expected.TaskStates_extra.main?.Events.find((event) => event.Type === 'Received')?.Time as bigint | number);
     const deadlineMs = durationMs(groupOf(replay, 0).Update?.HealthyDeadline) as number;
-    expect(allocation?.outcome).toMatchObject({ healthy: false, at: (allocation?.firstSeen.at as number) + deadlineMs });
+    expect(allocation?.outcome).toMatchObject({ healthy: false, at: received + deadlineMs });
   });
 
   it("deadline_not_running: judging that starts after the Received event lands within 5 ms of Nomad's deadline, before or after it passed", () => {
@@ -186,8 +185,9 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     const replay = replayScenario('batch_job', { optIn });
     const expected = (replay.scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations[0] as ExpectedAllocation;
     const [watched] = replay.allocations.values();
-    const startedAt = ms(expected.TaskStates_extra.main?.StartedAt as string);
-    expect(watched?.outcome).toEqual({ healthy: true, at: startedAt + optIn.minHealthyTimeMs, reasons: {} });
+    // The start as the data times it: its Started event (StartedAt is written microseconds later).
+    const started = nanosToMs(expected.TaskStates_extra.main?.Events.find((event) => event.Type === 'Started')?.Time as bigint | number);
+    expect(watched?.outcome).toEqual({ healthy: true, at: started + optIn.minHealthyTimeMs, reasons: {} });
   });
 
   it('batch_job: a task that exits successfully before min_healthy_time is healthy at its finish under opt-in', () => {

@@ -5,11 +5,15 @@
  * an allocation. Each allocation is joined with the job version current when it was placed
  * (job.json / job.v1.json, chosen by the Version of the stream's latest Job event).
  * With `startAt`, judging starts late, as a supervisor started then would: every allocation as it
- * stood at that moment is tracked at once (it lists first), the rest of the stream is watched.
+ * stood at that moment is judged at once from its history (it lists first), the rest of the stream
+ * is watched.
  */
 import { join } from 'node:path';
 import { VirtualClock } from '../../../src/clock/index.js';
-import { HealthRegistry, allocationView, healthPolicyFor, type HealthOutcome, type OptInHealthPolicy } from '../../../src/health/index.js';
+import { HealthRegistry, healthPolicyFor, type HealthOutcome, type OptInHealthPolicy } from '../../../src/health/index.js';
+import { judgeSight } from '../../../src/health/historyFeed.js';
+import { ClockHorizon } from '../../../src/health/horizon.js';
+import type { HealthUndetermined } from '../../../machines/allocationHealthTypes.js';
 import { parseNomadJson } from '../../../src/nomad/json.js';
 import type { Allocation, EventFrame, Job } from '../../../src/nomad/types.js';
 import { isHeartbeatLine, readScenario, requestedIndex, type Scenario } from '../../../src/testing/recording.js';
@@ -19,7 +23,7 @@ export const SCENARIOS_DIR = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.
 export interface ReplayedAllocation {
   readonly id: string;
   /** Absent when the allocation was not watched; then `unwatched` says why. */
-  readonly outcome?: HealthOutcome;
+  readonly outcome?: HealthOutcome | HealthUndetermined;
   readonly unwatched?: string;
   /** Every state the machine passed through, in order. */
   readonly states: readonly string[];
@@ -57,8 +61,10 @@ export function replayScenario(name: string, { optIn, startAt = 0 }: ReplayOptio
   }
   const start = Date.parse(scenario.meta.stream_opened_at);
   const clock = new VirtualClock({ start: start + startAt });
-  const registry = new HealthRegistry({ clock });
-  const results = new Map<string, { outcome?: HealthOutcome; unwatched?: string; states: string[]; problems: string[]; firstSeen: ReplayedAllocation['firstSeen'] }>();
+  // Lines arrive when they were recorded, up to a few hundred ms after what they tell: time passes
+  // for a machine a second behind the clock, as for the supervisor (src/intake/freshness.ts).
+  const registry = new HealthRegistry({ clock, horizon: new ClockHorizon(clock, { settleMs: 1_000 }) });
+  const results = new Map<string, { outcome?: HealthOutcome | HealthUndetermined; unwatched?: string; states: string[]; problems: string[]; firstSeen: ReplayedAllocation['firstSeen'] }>();
   registry.subscribe((change) => {
     const entry = results.get(change.allocationId);
     if (entry === undefined) return;
@@ -99,28 +105,24 @@ export function replayScenario(name: string, { optIn, startAt = 0 }: ReplayOptio
     }
   }
   for (const allocation of listed?.values() ?? []) feed(allocation);
-  clock.advanceTo(start + Number(scenario.meta.stream_closed_t));
+  clock.advanceTo(start + Number(scenario.meta.stream_closed_t) + 1_000);
 
   function feed(allocation: Allocation): void {
     const known = results.get(allocation.ID);
-    if (known?.unwatched !== undefined) return;
+    if (known?.unwatched !== undefined || known?.outcome !== undefined) return;
     const job = jobs.get(placedWith.get(allocation.ID) as number) as Job;
     const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup);
     if (group === undefined) throw new Error(`${scenario.name}: no group ${allocation.TaskGroup}`);
-    const { view, problems } = allocationView(allocation, group);
-    if (known !== undefined) {
-      known.problems.push(...problems);
-      registry.updateAllocation(allocation.ID, view);
-      return;
-    }
     const decision = healthPolicyFor(job, allocation.TaskGroup, { deployment: Boolean(allocation.DeploymentID), ...(optIn ? { optIn } : {}) });
-    const firstSeen = { at: clock.now(), desiredStatus: allocation.DesiredStatus };
+    const entry = known ?? { states: ['pending'], problems: [], firstSeen: { at: clock.now(), desiredStatus: allocation.DesiredStatus } };
     if (!decision.watched) {
-      results.set(allocation.ID, { unwatched: decision.reason, states: [], problems: [...problems], firstSeen });
+      results.set(allocation.ID, { ...entry, states: [], unwatched: decision.reason });
       return;
     }
-    results.set(allocation.ID, { states: ['pending'], problems: [...problems], firstSeen });
-    registry.track(allocation.ID, decision.policy, view);
+    results.set(allocation.ID, entry);
+    const sight = judgeSight(registry, allocation, group, decision.policy);
+    entry.problems.push(...sight.problems);
+    if (sight.kind === 'undetermined') entry.outcome = sight.outcome;
   }
 
   const allocations = new Map<string, ReplayedAllocation>();

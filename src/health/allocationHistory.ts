@@ -1,0 +1,299 @@
+/**
+ * An allocation's history, as its own data tells it. Every task event carries its time, so the
+ * views Nomad's client saw can be rebuilt from any later copy of the allocation: however it reaches
+ * Warden (the event stream, a listing after a reconnect, a late start, a replay), the health machine
+ * is fed the same views at the same times, and reaches the same verdict at the same time.
+ *
+ * How a task's state follows its events (client/allocrunner/taskrunner/task_runner.go):
+ * `Started` → running from the event's time; `Restarting` → pending, one restart more; `Not
+ * Restarting` and `Killed` → dead; any event with FailsTask → failed; every other event leaves the
+ * state as it was. A task's last death has no event of its own: the TaskState's FinishedAt times it.
+ * Starts are always taken from the `Started` events (the TaskState's StartedAt is written a few
+ * microseconds later, and only for the latest run), so every observer agrees to the microsecond.
+ *
+ * A desired stop counts from when the client acted on it (its `Killing` event, as Nomad's tracker
+ * stops watching once the client has the stop), not from the server's write: until the client's
+ * reaction is in the data, the stop is only pending, at the server's write.
+ *
+ * Nomad keeps the last 10 events per task. Seen for the first time with its oldest events gone, an
+ * allocation may have been healthy in the part that is gone: the history says so (`undetermined`)
+ * unless the allocation's creation time rules it out.
+ */
+import type { AllocationView, TaskView } from '../../machines/allocationHealthTypes.js';
+import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
+import { parseNanoTime } from './nomadTime.js';
+import { estimatedWatchingSince, lifecycleOf, taskView } from './allocationView.js';
+import { sameAllocationView } from './viewEquality.js';
+
+/** A view of the allocation as it stood from `at` on (epoch ms on the data's clock). */
+export interface TimedView {
+  readonly at: number;
+  readonly view: AllocationView;
+}
+
+export interface AllocationHistory {
+  /** Views after the base, oldest first, each different from the one before. */
+  readonly views: readonly TimedView[];
+  /**
+   * The newest time the client's data speaks for (its latest event or task finish): whatever
+   * happened to the allocation's tasks until then is in this copy. Null when its client has not
+   * reported it yet.
+   */
+  readonly asOf: number | null;
+  /** When Nomad's client began watching, as the data tells (see allocationView.ts). */
+  readonly watchingSince: number | undefined;
+  /** The server asked to stop the allocation, at this time, and its client has not acted on it yet. */
+  readonly pendingStop: number | undefined;
+  /** Set when the history the data keeps cannot decide the verdict (first sight only). */
+  readonly undetermined: Undetermined | undefined;
+  /** What was ignored or guessed, and why. */
+  readonly problems: readonly string[];
+}
+
+export interface Undetermined {
+  /** Where the kept history begins. */
+  readonly at: number;
+  readonly reason: string;
+}
+
+/** Where a history picks up: the view the machine was last fed, and when. */
+export interface HistoryBase {
+  readonly at: number;
+  readonly view: AllocationView;
+}
+
+export interface HistoryOptions {
+  /** Rebuild only what happened after this view (a machine that has been fed up to it). */
+  readonly base?: HistoryBase;
+  /** The group's min_healthy_time: decides whether a lost part of a first-seen history matters. */
+  readonly minHealthyTimeMs?: number;
+  /** Judging starts here (an allocation watched again after an in-place update): nothing lost before matters. */
+  readonly judgedFrom?: number;
+}
+
+/** Nomad's TaskState.Events capacity (client/allocrunner/taskrunner/state: appendTaskEvent). */
+export const TASK_EVENTS_KEPT = 10;
+
+const STOPPING: ReadonlySet<string> = new Set(['stop', 'evict']);
+const CLIENT_TERMINAL: ReadonlySet<string> = new Set(['complete', 'failed', 'lost']);
+/** Events a task runner emits before its first start: losing only these loses no run. */
+const BEFORE_START: ReadonlySet<string> = new Set(['Received', 'Task Setup', 'Driver', 'Downloading Artifacts', 'Template', 'Started']);
+
+/** Not a Nomad event: the task's death at its FinishedAt. */
+const FINISHED = '(finished)';
+
+interface TimedEvent {
+  readonly type: string;
+  readonly at: number;
+  readonly failsTask: boolean;
+}
+
+interface TaskStep {
+  readonly at: number;
+  readonly task: TaskView;
+}
+
+/** One task's story: its state changes after the base, its final state, and when the data ends for it. */
+interface TaskStory {
+  readonly name: string;
+  /** The task as it stood at the base. */
+  readonly start: TaskView;
+  readonly steps: TaskStep[];
+  readonly final: TaskView;
+  readonly lastAt: number | null;
+  /** The client's reaction to a stop: its last Killing not followed by a start. */
+  readonly killedAt: number | null;
+  readonly events: readonly TimedEvent[];
+}
+
+const PENDING_TASK: Omit<TaskView, 'hook' | 'sidecar'> = { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null };
+
+function timedEvents(name: string, state: TaskState | undefined, after: number, problems: string[]): TimedEvent[] {
+  const raw: unknown = state?.Events;
+  if (!Array.isArray(raw)) return [];
+  const events: TimedEvent[] = [];
+  for (const event of raw as unknown[]) {
+    const { Type: type, Time: time, FailsTask: failsTask } = typeof event === 'object' && event !== null ? (event as Record<string, unknown>) : {};
+    const parsed = parseNanoTime(time);
+    if (!parsed.ok || parsed.ms === null) {
+      problems.push(`task ${name}: event ${JSON.stringify(type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
+      continue;
+    }
+    if (parsed.ms > after) events.push({ type: typeof type === 'string' ? type : '', at: parsed.ms, failsTask: failsTask === true });
+  }
+  // Nomad appends in order; a sort keeps a hostile or merged list from going back in time.
+  return events.sort((a, b) => a.at - b.at);
+}
+
+/** Applies one event to a task's state (task_runner.go: which events move TaskState.State). */
+function afterEvent(task: TaskView, event: TimedEvent): TaskView {
+  const failed = task.failed || event.failsTask;
+  switch (event.type) {
+    case 'Started':
+      return { ...task, failed, state: 'running', startedAt: event.at, finishedAt: null };
+    case 'Restarting':
+      return { ...task, failed, state: 'pending', restarts: task.restarts + 1 };
+    case 'Not Restarting':
+    case 'Killed':
+      return { ...task, failed, state: 'dead', finishedAt: task.finishedAt ?? event.at };
+    case FINISHED:
+      return { ...task, failed, state: 'dead', finishedAt: event.at };
+    default:
+      return failed === task.failed ? task : { ...task, failed };
+  }
+}
+
+function nomadEvents(events: readonly TimedEvent[]): TimedEvent[] {
+  return events.filter((event) => event.type !== FINISHED);
+}
+
+function taskStory(name: string, base: TaskView, state: TaskState | undefined, after: number, problems: string[]): TaskStory {
+  const finalView = state === undefined || state === null ? undefined : taskView(name, base, state, problems);
+  const events = timedEvents(name, state, after, problems);
+  // A task's last death has no event: its FinishedAt times it (a failure flagged by then).
+  const finished = finalView?.state === 'dead' ? finalView.finishedAt : null;
+  if (finished !== null && finished !== undefined && finished > after) {
+    let i = events.length;
+    while (i > 0 && (events[i - 1] as TimedEvent).at > finished) i--;
+    events.splice(i, 0, { type: FINISHED, at: finished, failsTask: finalView?.failed === true });
+  }
+  // Restart counts are anchored on the final count, so a window that lost events still ends right.
+  const restartsInWindow = events.filter((event) => event.type === 'Restarting').length;
+  const startRestarts = finalView === undefined ? base.restarts : Math.max(0, finalView.restarts - restartsInWindow);
+  let task: TaskView = { ...base, restarts: startRestarts };
+  const steps: TaskStep[] = [];
+  let killedAt: number | null = null;
+  for (const event of events) {
+    task = afterEvent(task, event);
+    if (event.type === 'Killing' && killedAt === null) killedAt = event.at;
+    if (event.type === 'Started') killedAt = null;
+    steps.push({ at: event.at, task });
+  }
+  const lastEvent = events.length === 0 ? null : (events[events.length - 1] as TimedEvent).at;
+  if (finalView === undefined) return { name, start: base, steps, final: task, lastAt: lastEvent, killedAt, events: nomadEvents(events) };
+  // The final state is the TaskState's own; only its start comes from the events where they tell it
+  // (a field more than a millisecond off belongs to a start whose event is gone).
+  const knownStart = task.startedAt;
+  const fieldStart = finalView.startedAt;
+  const startedAt = knownStart !== null && (fieldStart === null || Math.abs(fieldStart - knownStart) < 1) ? knownStart : fieldStart;
+  const final: TaskView = { ...finalView, startedAt };
+  return { name, start: base, steps, final, lastAt: lastEvent, killedAt, events: nomadEvents(events) };
+}
+
+function allocationStatus(tasks: Readonly<Record<string, TaskView>>): string {
+  for (const name in tasks) if ((tasks[name] as TaskView).state === 'running') return 'running';
+  return 'pending';
+}
+
+/** The time of the server's latest write, when the copy in hand is that write (AllocModifyIndex = ModifyIndex). */
+function serverWriteTime(allocation: Allocation): number | undefined {
+  if (allocation.AllocModifyIndex === undefined || allocation.AllocModifyIndex !== allocation.ModifyIndex) return undefined;
+  const parsed = parseNanoTime(allocation.ModifyTime);
+  return parsed.ok && parsed.ms !== null ? parsed.ms : undefined;
+}
+
+/**
+ * Whether task `story`'s lost events could have held a healthy stretch: it ran before its kept
+ * events (restarts the kept events do not account for, or a first kept event that follows a start),
+ * and long enough after the allocation was created.
+ */
+function lostRun(story: TaskStory, finalRestarts: number, createdAt: number | null, minHealthyTimeMs: number): number | null {
+  const first = story.events[0];
+  if (first === undefined || first.type === 'Received') return null;
+  const restartsKept = story.events.filter((event) => event.type === 'Restarting').length;
+  const ranBefore = finalRestarts > restartsKept || !BEFORE_START.has(first.type);
+  if (!ranBefore) return null;
+  if (createdAt !== null && first.at - createdAt < minHealthyTimeMs) return null;
+  return first.at;
+}
+
+export function allocationHistory(allocation: Allocation, group: TaskGroup, options: HistoryOptions = {}): AllocationHistory {
+  const problems: string[] = [];
+  const { base } = options;
+  const after = base?.at ?? Number.NEGATIVE_INFINITY;
+  const states = allocation.TaskStates ?? {};
+  const stories: TaskStory[] = [];
+  for (const spec of Array.isArray(group.Tasks) ? group.Tasks : []) {
+    const known = lifecycleOf(spec.Name, spec.Lifecycle, problems);
+    const from = base?.view.tasks[spec.Name] ?? { ...PENDING_TASK, ...known };
+    stories.push(taskStory(spec.Name, from, states[spec.Name], after, problems));
+  }
+  for (const name of Object.keys(states)) {
+    if (!stories.some((story) => story.name === name)) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
+  }
+
+  const clientStatus = typeof allocation.ClientStatus === 'string' ? allocation.ClientStatus : 'pending';
+  const desiredStatus = typeof allocation.DesiredStatus === 'string' ? allocation.DesiredStatus : 'run';
+  const reported = Object.keys(states).length > 0 || clientStatus !== 'pending';
+  const lastTimes = stories.flatMap((story) => (story.lastAt === null ? [] : [story.lastAt]));
+  const asOf = lastTimes.length > 0 ? Math.max(...lastTimes) : reported ? (base?.at ?? null) : null;
+
+  // When the stop took effect for the client; or, not yet acted on, when the server wrote it.
+  let stopAt: number | undefined;
+  let pendingStop: number | undefined;
+  if (STOPPING.has(desiredStatus) && !STOPPING.has(base?.view.desiredStatus ?? 'run')) {
+    const kills = stories.flatMap((story) => (story.killedAt === null ? [] : [story.killedAt]));
+    const written = serverWriteTime(allocation);
+    if (kills.length > 0) stopAt = Math.min(...kills);
+    else if (CLIENT_TERMINAL.has(clientStatus)) stopAt = Math.max(asOf ?? after, written ?? Number.NEGATIVE_INFINITY);
+    else pendingStop = written ?? asOf ?? after;
+  }
+
+  // Merge the tasks' steps into allocation views, in time order.
+  const times = [...new Set([...stories.flatMap((story) => story.steps.map((step) => step.at)), ...(stopAt === undefined ? [] : [stopAt])])].sort((a, b) => a - b);
+  const cursor = new Map(stories.map((story) => [story.name, { index: 0, task: story.start }]));
+  const views: TimedView[] = [];
+  let previous: AllocationView | undefined = base?.view;
+  const push = (at: number, view: AllocationView): void => {
+    if (previous !== undefined && sameAllocationView(previous, view)) return;
+    views.push({ at, view });
+    previous = view;
+  };
+  for (const at of times) {
+    const tasks: Record<string, TaskView> = {};
+    for (const story of stories) {
+      const position = cursor.get(story.name) as { index: number; task: TaskView };
+      while (position.index < story.steps.length && (story.steps[position.index] as TaskStep).at <= at) {
+        position.task = (story.steps[position.index] as TaskStep).task;
+        position.index++;
+      }
+      tasks[story.name] = position.task;
+    }
+    const stopped = stopAt !== undefined && at >= stopAt;
+    push(at, { clientStatus: allocationStatus(tasks), desiredStatus: stopped ? desiredStatus : 'run', tasks });
+  }
+  // The copy in hand, as Nomad wrote it, from when its data ends.
+  const finalTasks = Object.fromEntries(stories.map((story) => [story.name, story.final]));
+  const finalAt = Math.max(asOf ?? after, stopAt ?? Number.NEGATIVE_INFINITY);
+  if (reported && Number.isFinite(finalAt)) {
+    push(finalAt, { clientStatus, desiredStatus: pendingStop === undefined ? desiredStatus : (previous?.desiredStatus ?? 'run'), tasks: finalTasks });
+  }
+
+  const watchingSince = base === undefined ? estimatedWatchingSince(allocation, problems) : undefined;
+  let undetermined: Undetermined | undefined;
+  if (base === undefined && options.minHealthyTimeMs !== undefined) {
+    const created = parseNanoTime(allocation.CreateTime);
+    const createdAt = Math.max(created.ok ? (created.ms ?? Number.NEGATIVE_INFINITY) : Number.NEGATIVE_INFINITY, options.judgedFrom ?? Number.NEGATIVE_INFINITY);
+    for (const story of stories) {
+      const lostFrom = lostRun(story, story.final.restarts, Number.isFinite(createdAt) ? createdAt : null, options.minHealthyTimeMs);
+      if (lostFrom === null || (undetermined !== undefined && undetermined.at >= lostFrom)) continue;
+      undetermined = {
+        at: lostFrom,
+        reason:
+          `Nomad keeps only the last ${TASK_EVENTS_KEPT} events of a task, and task ${story.name}'s events before ` +
+          `${new Date(lostFrom).toISOString()} are gone: whether the allocation was healthy before then cannot be told from its history`,
+      };
+    }
+  }
+  return { views, asOf, watchingSince, pendingStop, undetermined, problems };
+}
+
+/** The view at `at`: the last of `history`'s views from then or before, else `before`. */
+export function viewAt(history: Pick<AllocationHistory, 'views'>, at: number, before: AllocationView): AllocationView {
+  let view = before;
+  for (const timed of history.views) {
+    if (timed.at > at) break;
+    view = timed.view;
+  }
+  return view;
+}
