@@ -3,7 +3,7 @@
  * (when Nomad began watching, or the in-place update that made it watch again), and what happened
  * since the last view fed on every later sight.
  */
-import type { AllocationView, CheckView, HealthPolicy, HealthUndetermined } from '../../machines/allocationHealthTypes.js';
+import type { AllocationView, HealthPolicy, HealthUndetermined } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, TaskGroup } from '../nomad/types.js';
 import { allocationHistory, viewAt, type Undetermined } from './allocationHistory.js';
 import type { HealthHistory, HealthRegistry, HealthStart } from './registry.js';
@@ -60,8 +60,8 @@ export function followingHistory(allocation: Allocation, group: TaskGroup, base:
 }
 
 export type Sight =
-  /** Fed to its machine (started now, or going on). */
-  | { readonly kind: 'judging'; readonly problems: readonly string[] }
+  /** Fed to its machine (started now, or going on); `newestEventAt`: the time of the newest event it brought. */
+  | { readonly kind: 'judging'; readonly newestEventAt: number | null; readonly problems: readonly string[] }
   | { readonly kind: 'unreported'; readonly problems: readonly string[] }
   | { readonly kind: 'undetermined'; readonly outcome: HealthUndetermined; readonly problems: readonly string[] };
 
@@ -74,14 +74,14 @@ export function judgeSight(
   allocation: Allocation,
   group: TaskGroup,
   policy: HealthPolicy,
-  options: { readonly rewatchedFrom?: number; readonly checks?: readonly CheckView[] } = {},
+  options: { readonly rewatchedFrom?: number } = {},
 ): Sight {
   const id = allocation.ID;
   const base = registry.lastView(id);
   if (base !== undefined) {
     const { problems, ...history } = followingHistory(allocation, group, base);
     registry.observe(id, history);
-    return { kind: 'judging', problems };
+    return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > base.at ? history.asOf : null, problems };
   }
   const opening = openingHistory(allocation, group, policy, options.rewatchedFrom);
   if (opening.kind === 'unreported') return opening;
@@ -89,6 +89,6 @@ export function judgeSight(
     const outcome = { undetermined: true, at: opening.undetermined.at, reason: opening.undetermined.reason } as const;
     return { kind: 'undetermined', outcome, problems: opening.problems };
   }
-  registry.trackHistory(id, policy, opening.start, opening.history, options.checks ?? []);
-  return { kind: 'judging', problems: opening.problems };
+  registry.trackHistory(id, policy, opening.start, opening.history);
+  return { kind: 'judging', newestEventAt: opening.history.asOf, problems: opening.problems };
 }

@@ -12,14 +12,14 @@ import type { Subscription } from 'rxjs';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
 import { allocationHealthMachine, type AllocationHealthState } from '../../machines/allocationHealth.js';
 import { formatGoDuration, healthyAt } from '../../machines/allocationHealthRules.js';
-import type { AllocationHealthContext, HealthOutcome, HealthPolicySource } from '../../machines/allocationHealthTypes.js';
+import type { AllocationHealthContext, HealthPolicySource } from '../../machines/allocationHealthTypes.js';
 import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
 import type { ExecSessionContext } from '../../machines/execSession.js';
 import { childOfActorId } from '../../machines/supervisor.js';
 import type { Clock } from '../clock/index.js';
 import { BoundedHistory } from '../supervisor/boundedHistory.js';
 import type { SupervisedAllocation, Supervisor } from '../supervisor/supervisor.js';
-import type { ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from '../supervisor/types.js';
+import type { ConnectionState, StateChange, SupervisorProblem, VerdictOutcome, VerdictRecord } from '../supervisor/types.js';
 
 export interface TaskInfo {
   name: string;
@@ -156,9 +156,10 @@ export type DeltaListener = (key: string, message: InspectorMessage) => void;
 
 const REDACTED = '[redacted]';
 
-function verdictInfo(outcome: HealthOutcome | null): VerdictInfo | null {
+function verdictInfo(outcome: VerdictOutcome | null): VerdictInfo | null {
   if (outcome === null) return null;
   if ('stopped' in outcome) return { healthy: null, at: outcome.at, reasons: [] };
+  if ('undetermined' in outcome) return { healthy: null, at: outcome.at, reasons: [{ task: '', reason: outcome.reason }] };
   return { healthy: outcome.healthy, at: outcome.at, reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })) };
 }
 

@@ -3,30 +3,42 @@
  * were stopped stay answerable without the history growing with the cluster's lifetime.
  */
 export class BoundedHistory<V> {
-  private readonly entries = new Map<string, V>();
+  private readonly map = new Map<string, V>();
 
   constructor(readonly capacity: number) {
     if (!(capacity >= 1)) throw new RangeError(`history capacity must be at least 1, got ${capacity}`);
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.map.size;
   }
 
   get(key: string): V | undefined {
-    return this.entries.get(key);
+    return this.map.get(key);
   }
 
   set(key: string, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, value);
-    if (this.entries.size > this.capacity) {
-      const oldest = this.entries.keys().next();
-      if (!oldest.done) this.entries.delete(oldest.value);
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.capacity) {
+      const oldest = this.map.keys().next();
+      if (!oldest.done) this.map.delete(oldest.value);
     }
   }
 
+  delete(key: string): boolean {
+    return this.map.delete(key);
+  }
+
+  clear(): void {
+    this.map.clear();
+  }
+
   values(): IterableIterator<V> {
-    return this.entries.values();
+    return this.map.values();
+  }
+
+  entries(): IterableIterator<[string, V]> {
+    return this.map.entries();
   }
 }

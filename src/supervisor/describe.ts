@@ -1,6 +1,6 @@
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import type { AllocationRef, StateChange, VerdictRecord } from './types.js';
-import type { DeploymentFailureRule, DeploymentResult } from './deploymentWatch.js';
+import type { DeploymentFailureRule, DeploymentResult } from '../deployments/deploymentWatch.js';
 
 /**
  * One line per supervisor happening, for people (`warden watch`, `warden demo`, `warden gate`)
@@ -55,6 +55,7 @@ export function describeVerdict(record: VerdictRecord, options: DescribeOptions 
   const { outcome } = record;
   const head = `${paint(formatTime(outcome.at, options), 'dim', options)}  ${allocationLabel(record.alloc)}  `;
   if ('stopped' in outcome) return `${head}${paint('stopped', 'note', options)} (desired status stop: not judged)`;
+  if ('undetermined' in outcome) return `${head}${paint('undetermined', 'note', options)}  ${outcome.reason}`;
   if (outcome.healthy) return `${head}${paint('healthy', 'good', options)}`;
   const reasons = reasonsText(outcome.reasons);
   return `${head}${paint('unhealthy', 'bad', options)}${reasons === '' ? ' (allocation failed)' : `  ${reasons}`}`;
@@ -68,6 +69,7 @@ export function verdictJson(record: VerdictRecord): string {
   const { outcome } = record;
   const base = { time: formatTime(outcome.at), ...record.alloc };
   if ('stopped' in outcome) return JSON.stringify({ type: 'verdict', verdict: 'stopped', ...base });
+  if ('undetermined' in outcome) return JSON.stringify({ type: 'verdict', verdict: 'undetermined', ...base, reason: outcome.reason });
   return JSON.stringify({
     type: 'verdict',
     verdict: outcome.healthy ? 'healthy' : 'unhealthy',

@@ -37,6 +37,13 @@ export interface SupervisorOptions {
    * allocation. Without it such groups are left unjudged, with the reason.
    */
   consul?: ConsulClient | ConsulConfig;
+  /**
+   * The least time a verdict that only time reaches waits after its due time, for updates Nomad's
+   * client may not have synced yet (default 1,000 ms; it grows with the delays Warden observes).
+   */
+  settleMs?: number;
+  /** Source of randomness for retry jitter (default Math.random): seed it for reproducible runs. */
+  random?: () => number;
 }
 
 export function createSupervisor(options: SupervisorOptions): Supervisor {
@@ -45,10 +52,16 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
   const scope = resolveScope(options.scope);
   const consul = options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock });
+  const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
   return new Supervisor({
     nomad,
     clock,
-    source: nomadSource(nomad, scope, clock),
+    source: nomadSource(nomad, scope, clock, options.random),
+    freshness: {
+      namespace: namespaces.length === 1 ? namespaces[0] : undefined,
+      ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
+      ...(options.random === undefined ? {} : { random: options.random }),
+    },
     ownsClient,
     logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),
@@ -61,7 +74,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
 
 export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
-export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
+export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from '../deployments/deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
 export type { Logger, LogFields, LogLevel } from './logger.js';
 export type { SupervisorScope } from './scope.js';

@@ -7,7 +7,8 @@ import type { ConnectionState } from './types.js';
  * into these lives in nomadSource.ts; tests and embedders may feed their own.
  */
 export type SupervisorInput =
-  | { kind: 'allocation'; allocation: Allocation; index: number }
+  /** `resync`: from the listing after a (re)connect, not live from the stream. */
+  | { kind: 'allocation'; allocation: Allocation; index: number; resync?: true }
   | { kind: 'evaluation'; evaluation: Evaluation; index: number }
   | { kind: 'deployment'; deployment: Deployment; index: number }
   /** `deleted`: the job was purged (isJobPurge: Nomad 1.8+ publishes the purge). */

@@ -18,13 +18,13 @@ export const SUPERVISOR_TOPICS = ['Job', 'Evaluation', 'Allocation', 'Deployment
  */
 const TOPIC_ORDER: Readonly<Record<string, number>> = { Job: 0, Deployment: 1, Evaluation: 2, Allocation: 3 };
 
-function toInput(event: NomadEvent, index: number): SupervisorInput | undefined {
+function toInput(event: NomadEvent, index: number, resync: boolean): SupervisorInput | undefined {
   if (isAllocationEvent(event)) {
     const { Allocation: allocation } = event.Payload;
     if (typeof allocation.JobID !== 'string' || typeof allocation.TaskGroup !== 'string') {
       return { kind: 'problem', problem: 'bad-payload', message: `allocation ${allocation.ID} without JobID or TaskGroup skipped`, index };
     }
-    return { kind: 'allocation', allocation, index };
+    return { kind: 'allocation', allocation, index, ...(resync ? { resync: true as const } : {}) };
   }
   if (isEvaluationEvent(event)) return { kind: 'evaluation', evaluation: event.Payload.Evaluation, index };
   if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
@@ -42,7 +42,7 @@ function skippedInput(skipped: SkippedEvent): SupervisorInput {
 
 function batchInputs(batch: EventBatch): SupervisorInput[] {
   const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
-  const inputs = events.map((event) => toInput(event, batch.index)).filter((input): input is SupervisorInput => input !== undefined);
+  const inputs = events.map((event) => toInput(event, batch.index, batch.resync)).filter((input): input is SupervisorInput => input !== undefined);
   return batch.skipped === undefined ? inputs : [...batch.skipped.map(skippedInput), ...inputs];
 }
 
@@ -91,10 +91,10 @@ function failureText(error: Error | undefined): string {
  * (a single one for `*`), listing the allocations first (restart safety: list, then watch), with
  * the stream's connection state interleaved as inputs.
  */
-export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock): Observable<SupervisorInput> {
+export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, random?: () => number): Observable<SupervisorInput> {
   const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
   const streams = namespaces.map((namespace) =>
-    nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true }),
+    nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true, ...(random ? { backoff: { random } } : {}) }),
   );
   const batches = merge(...streams.map((stream) => stream.batches)).pipe(concatMap((batch) => from(batchInputs(batch))));
   const states = combineLatest(streams.map((stream) => stream.state)).pipe(

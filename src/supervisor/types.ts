@@ -1,32 +1,5 @@
-import type { AllocationHealthState } from '../../machines/allocationHealth.js';
-import type { HealthOutcome } from '../../machines/allocationHealthTypes.js';
 
-/** Which allocation a change or verdict is about. */
-export interface AllocationRef {
-  allocId: string;
-  /** "<job>.<group>[<index>]" */
-  name: string | undefined;
-  namespace: string;
-  jobId: string;
-  taskGroup: string;
-  /** The deployment that placed it, if any. */
-  deploymentId: string | undefined;
-}
-
-/** An allocation's health machine moved from one state to another. */
-export interface StateChange {
-  alloc: AllocationRef;
-  from: AllocationHealthState;
-  to: AllocationHealthState;
-  /** Clock time of the step. */
-  at: number;
-}
-
-/** An allocation's final outcome: a verdict (healthy or not, with reasons) or stopped. */
-export interface VerdictRecord {
-  alloc: AllocationRef;
-  outcome: HealthOutcome;
-}
+export type { AllocationRef, StateChange, VerdictOutcome, VerdictRecord } from '../intake/types.js';
 
 export type ConnectionState = 'connecting' | 'streaming' | 'resyncing' | 'backingOff' | 'stopped';
 

@@ -36,7 +36,7 @@ describe('the inspection server', () => {
         // The job's update block says min_healthy_time = "2s", healthy_deadline = "20s": shown in the same words.
         expect(shown.policy).toMatchObject({ minHealthyTimeMs: 2000, minHealthyTime: '2s', healthyDeadlineMs: 20_000, healthyDeadline: '20s' });
         const outcome = record.outcome;
-        if ('stopped' in outcome) {
+        if (!('healthy' in outcome)) {
           expect(shown.verdict).toEqual({ healthy: null, at: outcome.at, reasons: [] });
           continue;
         }

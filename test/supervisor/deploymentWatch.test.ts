@@ -5,7 +5,7 @@
  */
 import { VirtualClock } from '../../src/clock/index.js';
 import type { Deployment, DeploymentState } from '../../src/nomad/types.js';
-import { DeploymentWatch, type DeploymentResult } from '../../src/supervisor/deploymentWatch.js';
+import { DeploymentWatch, type DeploymentResult } from '../../src/deployments/deploymentWatch.js';
 
 const START = Date.UTC(2026, 10, 29, 18);
 const iso = (ms: number): string => new Date(ms).toISOString();

@@ -4,7 +4,7 @@
  * deployment that is `initializing` (1.5+) is not an end; allocations on a disconnected client
  * (ClientStatus unknown, 1.3+) are judged from their tasks as Nomad's tracker does.
  */
-import { DeploymentWatch } from '../../src/supervisor/deploymentWatch.js';
+import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import type { Deployment } from '../../src/nomad/types.js';
 import { serviceJob } from '../testing/helpers.js';
 import { driveTo, startHarness } from './support/harness.js';

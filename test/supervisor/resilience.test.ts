@@ -27,7 +27,7 @@ const SCENARIOS = [
  * min_healthy_time) and must not move; other times may (a reconnect can see an update later).
  */
 function judgement(outcome: VerdictRecord['outcome']): string {
-  if ('stopped' in outcome) return 'stopped';
+  if (!('healthy' in outcome)) return JSON.stringify(outcome);
   return JSON.stringify({ healthy: outcome.healthy, reasons: outcome.reasons, ...(outcome.healthy ? { at: outcome.at } : {}) });
 }
 

@@ -11,7 +11,7 @@ function outcomes(harness: Harness): Record<string, string> {
   return Object.fromEntries(
     harness.verdicts.map((v) => [
       `${v.alloc.namespace}/${v.alloc.name}`,
-      'stopped' in v.outcome ? 'stopped' : v.outcome.healthy ? 'healthy' : `unhealthy ${JSON.stringify(v.outcome.reasons)}`,
+      !('healthy' in v.outcome) ? 'stopped' : v.outcome.healthy ? 'healthy' : `unhealthy ${JSON.stringify(v.outcome.reasons)}`,
     ]),
   );
 }

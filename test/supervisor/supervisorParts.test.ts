@@ -1,5 +1,5 @@
 import { BoundedHistory } from '../../src/supervisor/boundedHistory.js';
-import { DeploymentWatch } from '../../src/supervisor/deploymentWatch.js';
+import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import { redactingLogger, type LogFields } from '../../src/supervisor/logger.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
 import type { Deployment } from '../../src/nomad/types.js';

@@ -1,0 +1,122 @@
+/**
+ * Deploy gates: callers waiting for a job version's deployment (waitForDeployment). Each waits on a
+ * DeploymentWatch fed with the cluster's deployments, the job's evaluations and Warden's verdicts; it
+ * resolves once Nomad has ended the deployment and Warden has judged every allocation of it.
+ */
+import { evaluationOutcome, isTerminalEvaluation } from '../../machines/evaluationOutcome.js';
+import type { NomadClient } from '../nomad/client.js';
+import type { Deployment, Evaluation, Job } from '../nomad/types.js';
+import type { VerdictRecord } from '../intake/types.js';
+import type { Logger } from '../supervisor/logger.js';
+import { SupervisorStoppedError } from '../supervisor/errors.js';
+import { errorMessage } from '../errorMessage.js';
+import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
+
+export interface WaitForDeploymentOptions {
+  /** Job version to wait for; default the job's current version. */
+  version?: number;
+  namespace?: string;
+  /**
+   * End at the first allocation judged unhealthy (or group that cannot be placed), rather than when
+   * Nomad's deployment watcher ends the deployment.
+   */
+  failFast?: boolean;
+}
+
+export interface DeploymentGatesOptions {
+  readonly nomad: Pick<NomadClient, 'getJob' | 'getJobVersion' | 'query'>;
+  readonly logger: Logger;
+  /** Verdicts reached so far (for a gate that starts after some). */
+  readonly verdicts: () => Iterable<VerdictRecord>;
+  /** How many allocations of a deployment Warden is still judging. */
+  readonly undecided: (deploymentId: string) => number;
+}
+
+interface Waiter {
+  readonly watch: DeploymentWatch;
+  resolve(result: DeploymentResult): void;
+  reject(error: Error): void;
+}
+
+const WATCHED_TYPES: ReadonlySet<string> = new Set(['service', 'system']);
+
+/** Why Nomad runs no deployment for this job version, or undefined when it does. */
+export function noDeploymentReason(job: Job): string | undefined {
+  const type = job.Type ?? 'service';
+  if (!WATCHED_TYPES.has(type)) return `Nomad runs no deployments for ${type} jobs`;
+  const groups = job.TaskGroups ?? [];
+  if (groups.length === 0) return 'the job has no task groups';
+  const deployed = groups.some((group) => {
+    const update = group.Update ?? job.Update;
+    return update !== null && update !== undefined && update.MaxParallel !== 0;
+  });
+  return deployed ? undefined : 'no task group has an update block (max_parallel > 0)';
+}
+
+export class DeploymentGates {
+  private readonly waiters = new Set<Waiter>();
+  private stopped = false;
+
+  constructor(private readonly options: DeploymentGatesOptions) {}
+
+  /** See Supervisor.waitForDeployment. */
+  async wait(jobId: string, namespace: string, options: WaitForDeploymentOptions): Promise<DeploymentResult> {
+    const { nomad } = this.options;
+    const version = options.version ?? (await nomad.getJob(jobId, { namespace })).body.Version ?? 0;
+    const job = await nomad.getJobVersion(jobId, version, { namespace }).catch(() => undefined);
+    if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
+    const none = job && noDeploymentReason(job);
+    if (none !== undefined) {
+      return { ok: false, jobId, version, deploymentId: undefined, reason: `no deployment to judge: ${none}`, rule: 'nothing-to-judge', unhealthy: [] };
+    }
+    const watch = new DeploymentWatch(jobId, namespace, version, { failFast: options.failFast ?? false });
+    const result = new Promise<DeploymentResult>((resolve, reject) => this.waiters.add({ watch, resolve, reject }));
+    // It may settle (or the gates stop) while the reads below are awaited: handled by the caller.
+    result.catch(() => undefined);
+    for (const record of this.options.verdicts()) this.onVerdict(record);
+    // Restart safety: the deployment may have started (or ended) before we watched.
+    try {
+      const latest = await nomad.query<Deployment | null>(`/v1/job/${encodeURIComponent(jobId)}/deployment`, { namespace });
+      if (latest.body) this.onDeployment(latest.body);
+    } catch (error) {
+      this.options.logger.warn('could not read the latest deployment', { jobId, error: errorMessage(error) });
+    }
+    return result;
+  }
+
+  onVerdict(record: VerdictRecord): void {
+    const { alloc } = record;
+    this.settle((watch) => {
+      if (watch.jobId === alloc.jobId && watch.namespace === alloc.namespace) watch.onVerdict(alloc.allocId, alloc.deploymentId, alloc.name, record.outcome);
+    });
+  }
+
+  onDeployment(deployment: Deployment): void {
+    this.settle((watch) => watch.onDeployment(deployment));
+  }
+
+  onEvaluation(evaluation: Evaluation): void {
+    if (!isTerminalEvaluation(evaluation)) return;
+    const outcome = evaluationOutcome(evaluation, [evaluation.ID]);
+    this.settle((watch) => {
+      if (watch.jobId === evaluation.JobID) watch.onEvaluation(outcome, evaluation.DeploymentID);
+    });
+  }
+
+  stop(): void {
+    this.stopped = true;
+    for (const waiter of this.waiters) waiter.reject(new SupervisorStoppedError(`the deployment of ${waiter.watch.jobId}`));
+    this.waiters.clear();
+  }
+
+  private settle(feed: (watch: DeploymentWatch) => void): void {
+    for (const waiter of this.waiters) {
+      feed(waiter.watch);
+      const { deploymentId } = waiter.watch;
+      const result = deploymentId === undefined ? undefined : waiter.watch.result(this.options.undecided(deploymentId));
+      if (!result) continue;
+      this.waiters.delete(waiter);
+      waiter.resolve(result);
+    }
+  }
+}

@@ -1,0 +1,359 @@
+/**
+ * How an allocation enters Warden: scope → job → policy → history → machine.
+ *
+ * - Scope: only the namespaces and job prefixes asked for.
+ * - Job: allocation events do not carry the job; the job cache looks the version up once.
+ * - Policy: how Nomad's client watches the group (judgement.ts), or why it does not.
+ * - History: however the allocation reaches us (the stream, a listing after a reconnect, a late
+ *   start), it is judged from its own history (src/health/allocationHistory.ts), as if watched from
+ *   its first event: the same verdict, at the same time, with the same reasons.
+ * - Machine: one stored health machine per allocation in the registry, fed at the data's times;
+ *   time passes for it only as far as the Horizon knows nothing earlier is still on its way.
+ *
+ * An allocation moved into another deployment by an in-place update is watched again from that
+ * update, with its new job version's policy (health_hook.go Update). Every per-allocation memory is
+ * bounded: machines live only until their verdict, the rest is kept in bounded histories.
+ */
+import { Subject, type Observable } from 'rxjs';
+import { checksRequired } from '../../machines/allocationHealthRules.js';
+import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
+import type { AllocationHealthState } from '../../machines/allocationHealth.js';
+import type { Clock } from '../clock/index.js';
+import type { ConsulCheckFanOut } from '../consul/checkFanOut.js';
+import type { OptInHealthPolicy } from '../health/policy.js';
+import { judgeSight } from '../health/historyFeed.js';
+import { parseNanoTime } from '../health/nomadTime.js';
+import type { HealthChange, HealthRegistry } from '../health/registry.js';
+import type { NomadClient } from '../nomad/client.js';
+import type { Allocation, Job, TaskGroup } from '../nomad/types.js';
+import type { JobCache } from '../streams/jobCache.js';
+import { BoundedHistory } from '../supervisor/boundedHistory.js';
+import { InPlaceMoves, type MovingUpdate } from '../supervisor/inPlaceMoves.js';
+import type { Logger } from '../supervisor/logger.js';
+import type { ResolvedScope } from '../supervisor/scope.js';
+import { AllocationNotJudgedError, SupervisorStoppedError } from '../supervisor/errors.js';
+import { errorMessage } from '../errorMessage.js';
+import { judgementOf, type Judgement } from './judgement.js';
+import type { AllocationRef, StateChange, VerdictRecord } from './types.js';
+import { VerdictBook } from './verdictBook.js';
+
+export interface AllocationIntakeOptions {
+  readonly nomad: Pick<NomadClient, 'getDeployment'>;
+  readonly clock: Clock;
+  readonly registry: HealthRegistry;
+  readonly jobs: JobCache;
+  readonly scope: ResolvedScope;
+  /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
+  readonly policy?: OptInHealthPolicy | undefined;
+  /** Consul's checks, fanned out to the allocations judged by them. */
+  readonly consul?: ConsulCheckFanOut | undefined;
+  readonly logger: Logger;
+  /** Verdicts (and reasons for not judging) kept once an allocation is decided. */
+  readonly historySize: number;
+  /** How long after it happened a live update arrived (for the settle window: freshness.ts). */
+  readonly noteLag?: ((ms: number) => void) | undefined;
+  /** Something could not be used (an allocation's job, a malformed allocation): reported, not thrown. */
+  readonly report: (problem: { kind: 'job-unavailable' | 'bad-allocation'; allocId: string; message: string }) => void;
+}
+
+/** One allocation being judged, as its health machine sees it now (read-only, for the inspector). */
+export interface SupervisedAllocation {
+  readonly alloc: AllocationRef;
+  /** The version of the job the allocation runs. */
+  readonly jobVersion: number | undefined;
+  readonly state: AllocationHealthState;
+  readonly health: AllocationHealthContext;
+}
+
+/** Judged (or waiting for its client to report it, before which Nomad does not watch it either). */
+interface Admitted {
+  ref: AllocationRef;
+  group: TaskGroup;
+  policy: HealthPolicy;
+  jobVersion: number | undefined;
+  /**
+   * Until its first sight with something to judge (its client may not have reported it yet: Nomad
+   * is not watching it either): where judging is to start after an in-place update.
+   */
+  opening?: { rewatchedFrom: number | undefined };
+}
+
+function refOf(allocation: Allocation): AllocationRef {
+  return {
+    allocId: allocation.ID,
+    name: allocation.Name,
+    namespace: allocation.Namespace || 'default',
+    jobId: allocation.JobID,
+    taskGroup: allocation.TaskGroup,
+    deploymentId: allocation.DeploymentID || undefined,
+  };
+}
+
+function deploymentOf(allocation: Pick<Allocation, 'DeploymentID'>): string | undefined {
+  return allocation.DeploymentID || undefined;
+}
+
+/**
+ * An update that moves the allocation into another deployment than the one it was judged for (an
+ * in-place update): Nomad's client then clears its health and watches it again.
+ */
+function movedFrom(judged: string | undefined, allocation: Allocation): boolean {
+  const deploymentId = deploymentOf(allocation);
+  return deploymentId !== undefined && deploymentId !== judged;
+}
+
+const CLIENT_TERMINAL: ReadonlySet<string | undefined> = new Set(['complete', 'failed', 'lost']);
+
+export class AllocationIntake {
+  readonly verdicts$: Observable<VerdictRecord>;
+  readonly changes$: Observable<StateChange>;
+
+  private readonly verdictSubject = new Subject<VerdictRecord>();
+  private readonly changeSubject = new Subject<StateChange>();
+  private readonly book: VerdictBook;
+  private readonly admitted = new Map<string, Admitted>();
+  /** The latest update of allocations whose job is being looked up. */
+  private readonly resolving = new Map<string, Allocation>();
+  /** The update that moved an allocation into another deployment, until it is watched again from it. */
+  private readonly rewatches = new Map<string, MovingUpdate>();
+  /** Allocations whose job could not be had, reported once each (later updates try again quietly). */
+  private readonly jobFailures: BoundedHistory<string>;
+  private readonly moves: InPlaceMoves;
+  private stopped = false;
+
+  constructor(private readonly options: AllocationIntakeOptions) {
+    this.book = new VerdictBook(options.historySize);
+    this.jobFailures = new BoundedHistory(options.historySize);
+    this.moves = new InPlaceMoves(options.nomad, options.historySize);
+    this.verdicts$ = this.verdictSubject.asObservable();
+    this.changes$ = this.changeSubject.asObservable();
+    options.registry.subscribe((change) => this.onHealthChange(change));
+  }
+
+  /**
+   * An allocation update, from whatever source: the stream (`live`: it says how late updates come),
+   * a listing after a reconnect, a read.
+   */
+  receive(allocation: Allocation, live = false): void {
+    const id = allocation.ID;
+    if (this.stopped || typeof id !== 'string' || !this.options.scope.includes(allocation.Namespace, allocation.JobID)) return;
+    const admitted = this.admitted.get(id);
+    if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) return this.judge(id, admitted, allocation, live);
+    const pending = this.resolving.get(id);
+    if (pending) {
+      if (movedFrom(deploymentOf(pending), allocation)) this.rewatches.set(id, allocation);
+      this.resolving.set(id, allocation);
+      return;
+    }
+    // Decided (judged or not) for the deployment it is in: nothing more to do.
+    const judged = this.book.verdict(id);
+    const unjudged = this.book.unjudgedReason(id);
+    if (judged && !movedFrom(judged.alloc.deploymentId, allocation)) return;
+    if (unjudged && !movedFrom(unjudged.deploymentId, allocation)) return;
+    if (admitted || judged || unjudged) this.rewatch(id, allocation);
+    this.resolve(id, allocation);
+  }
+
+  /**
+   * The verdict of an allocation: at once if known, else when reached. Rejects with
+   * AllocationNotJudgedError for an allocation no policy judges.
+   */
+  verdict(allocId: string): Promise<VerdictRecord> {
+    // Watched again for a new deployment: what the book says is about the old one.
+    const judging = this.admitted.has(allocId) || this.resolving.has(allocId);
+    const known = judging ? undefined : this.book.verdict(allocId);
+    if (known) return Promise.resolve(known);
+    const unjudged = judging ? undefined : this.book.unjudgedReason(allocId);
+    if (unjudged !== undefined) return Promise.reject(new AllocationNotJudgedError(allocId, unjudged.reason));
+    if (this.stopped) return Promise.reject(new SupervisorStoppedError(`the verdict of ${allocId}`));
+    return this.book.wait(allocId);
+  }
+
+  /** Every verdict kept, oldest first. */
+  records(): IterableIterator<VerdictRecord> {
+    return this.book.records();
+  }
+
+  /** How the group is judged for an allocation in a deployment (or not, and why). */
+  judgementOf(job: Job, group: string, inDeployment: boolean): Judgement {
+    return judgementOf(job, group, { inDeployment, optIn: this.options.policy, consul: this.options.consul !== undefined });
+  }
+
+  /**
+   * How many allocations of a deployment are still being judged: machines running, jobs being looked
+   * up. One its client never reported is not counted (Nomad is not watching it either).
+   */
+  undecidedIn(deploymentId: string): number {
+    let count = 0;
+    for (const admitted of this.admitted.values()) if (admitted.ref.deploymentId === deploymentId && admitted.opening === undefined) count++;
+    for (const allocation of this.resolving.values()) if (deploymentOf(allocation) === deploymentId) count++;
+    return count;
+  }
+
+  /** Number of allocations with a live health machine. */
+  get supervised(): number {
+    return this.options.registry.size;
+  }
+
+  /** The allocation if it is being judged now; undefined once its verdict is in. */
+  supervisedAllocation(allocId: string): SupervisedAllocation | undefined {
+    const admitted = this.admitted.get(allocId);
+    const snapshot = this.options.registry.snapshot(allocId);
+    if (!admitted || !snapshot) return undefined;
+    return { alloc: admitted.ref, jobVersion: admitted.jobVersion, state: snapshot.value as AllocationHealthState, health: snapshot.context };
+  }
+
+  supervisedAllocations(): SupervisedAllocation[] {
+    return [...this.admitted.keys()].flatMap((id) => this.supervisedAllocation(id) ?? []);
+  }
+
+  /** Ends every machine and fails the waits. */
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    for (const id of this.admitted.keys()) this.forget(id);
+    this.admitted.clear();
+    this.resolving.clear();
+    this.rewatches.clear();
+    this.book.failAll((allocId) => new SupervisorStoppedError(`the verdict of ${allocId}`));
+    this.verdictSubject.complete();
+    this.changeSubject.complete();
+  }
+
+  /**
+   * health_hook.go Update: moved into another deployment, the allocation's health is cleared and it
+   * is watched again, from that update, with its new job version's policy. The old machine goes; a
+   * verdict it reached stays in the book (for the old deployment) until the new one replaces it.
+   */
+  private rewatch(id: string, allocation: Allocation): void {
+    this.forget(id);
+    this.admitted.delete(id);
+    // A retry after a failed job lookup keeps the update that did the moving.
+    const moving = this.rewatches.get(id);
+    if (moving === undefined || deploymentOf(moving) !== deploymentOf(allocation)) this.rewatches.set(id, allocation);
+    this.options.logger.debug('allocation moved into another deployment; watching it again', { allocId: id, deploymentId: allocation.DeploymentID });
+  }
+
+  private resolve(id: string, allocation: Allocation): void {
+    this.resolving.set(id, allocation);
+    // Never watched before: it may have been moved in place before we started.
+    const moved = this.rewatches.has(id) ? undefined : this.moves.movedBy(allocation);
+    Promise.all([this.options.jobs.jobFor(allocation), moved]).then(
+      ([job, movedBy]) => {
+        if (movedBy && !this.rewatches.has(id)) this.rewatches.set(id, movedBy);
+        this.admit(id, job, allocation);
+      },
+      (error: unknown) => {
+        const latest = this.resolving.get(id);
+        this.resolving.delete(id);
+        if (this.stopped || latest === undefined) return;
+        const message = `allocation ${id}: ${errorMessage(error)}`;
+        // An allocation long over whose job is gone (purged) has nothing left to judge it by.
+        if (latest.DesiredStatus !== 'run' && CLIENT_TERMINAL.has(latest.ClientStatus)) {
+          this.book.markUnjudged(id, { reason: `its job could not be had: ${errorMessage(error)}`, deploymentId: deploymentOf(latest) });
+          return;
+        }
+        if (this.jobFailures.get(id) === message) return;
+        this.jobFailures.set(id, message);
+        this.options.report({ kind: 'job-unavailable', allocId: id, message });
+      },
+    );
+  }
+
+  private admit(id: string, job: Job, askedFor: Allocation): void {
+    const allocation = this.resolving.get(id);
+    if (!allocation || this.stopped) return;
+    // Moved into another deployment while the job was looked up: it runs that deployment's version.
+    if (deploymentOf(allocation) !== deploymentOf(askedFor)) return this.resolve(id, allocation);
+    this.resolving.delete(id);
+    const moving = this.rewatches.get(id);
+    this.rewatches.delete(id);
+    const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
+    let judgement: Judgement;
+    try {
+      judgement = this.judgementOf(job, allocation.TaskGroup, deploymentOf(allocation) !== undefined);
+    } catch (error) {
+      this.options.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
+      return;
+    }
+    if ('reason' in judgement) {
+      this.book.markUnjudged(id, { reason: judgement.reason, deploymentId: deploymentOf(allocation) });
+      this.options.logger.debug('allocation not judged', { allocId: id, reason: judgement.reason });
+      return;
+    }
+    const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
+    const opening = { rewatchedFrom: rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy) };
+    const admitted: Admitted = { ref: refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening };
+    this.admitted.set(id, admitted);
+    this.judge(id, admitted, allocation);
+  }
+
+  /**
+   * When Nomad's client began watching again after the move: the moving update's ModifyTime, no later
+   * than now (a server clock ahead of ours cannot put the re-watch after we saw the update).
+   */
+  private rewatchTime(moving: MovingUpdate): number | undefined {
+    const parsed = parseNanoTime(moving.ModifyTime);
+    if (!parsed.ok || parsed.ms === null) {
+      this.options.logger.debug('re-watch time unknown: the moving update has no usable ModifyTime', { problem: parsed.ok ? 'no time' : parsed.problem });
+      return this.options.clock.now();
+    }
+    return Math.min(parsed.ms, this.options.clock.now());
+  }
+
+  /** Feeds one sight of the allocation to its machine (starting it on the first one that can be judged). */
+  private judge(id: string, admitted: Admitted, allocation: Allocation, live = false): void {
+    const { registry, consul, logger } = this.options;
+    const first = admitted.opening;
+    try {
+      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, first?.rewatchedFrom === undefined ? {} : { rewatchedFrom: first.rewatchedFrom });
+      for (const problem of sight.problems) logger.debug('allocation history', { allocId: id, problem });
+      if (sight.kind === 'unreported') {
+        const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
+        if (stopping || CLIENT_TERMINAL.has(allocation.ClientStatus)) {
+          this.admitted.delete(id);
+          this.book.markUnjudged(id, { reason: 'it ended before its client ever reported it: Nomad never watched it', deploymentId: admitted.ref.deploymentId });
+        }
+        return;
+      }
+      delete admitted.opening;
+      if (live && sight.kind === 'judging' && sight.newestEventAt !== null) this.options.noteLag?.(this.options.clock.now() - sight.newestEventAt);
+      if (sight.kind === 'undetermined') {
+        this.admitted.delete(id);
+        this.decide({ alloc: admitted.ref, outcome: sight.outcome });
+        return;
+      }
+      // The checks as Consul has them now: they count from now, not from the history's start.
+      if (first !== undefined && registry.has(id) && checksRequired(admitted.policy) && consul) {
+        registry.updateChecks(id, consul.follow(id, admitted.group));
+      }
+    } catch (error) {
+      this.forget(id);
+      this.admitted.delete(id);
+      this.options.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
+    }
+  }
+
+  private onHealthChange(change: HealthChange): void {
+    const admitted = this.admitted.get(change.allocationId);
+    if (!admitted) return;
+    if (change.type === 'transition') {
+      this.changeSubject.next({ alloc: admitted.ref, from: change.from, to: change.to, at: change.at });
+      return;
+    }
+    this.admitted.delete(change.allocationId);
+    this.forget(change.allocationId);
+    this.decide({ alloc: admitted.ref, outcome: change.outcome });
+  }
+
+  private decide(record: VerdictRecord): void {
+    this.book.record(record);
+    this.verdictSubject.next(record);
+  }
+
+  /** Drops the machine and the check following of an allocation. */
+  private forget(id: string): void {
+    this.options.registry.drop(id);
+    this.options.consul?.forget(id);
+  }
+}

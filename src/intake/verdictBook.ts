@@ -1,0 +1,74 @@
+/**
+ * What became of the allocations judged, and of those left unjudged, within a bounded memory: the
+ * last `capacity` of each, oldest forgotten first, so the book does not grow with the cluster's
+ * lifetime. Waiters for a verdict are answered as it comes, or told why it will not.
+ */
+import { BoundedHistory } from '../supervisor/boundedHistory.js';
+import { AllocationNotJudgedError } from '../supervisor/errors.js';
+import type { VerdictRecord } from './types.js';
+
+interface Waiter {
+  resolve(record: VerdictRecord): void;
+  reject(error: Error): void;
+}
+
+/** Why an allocation is not judged, and for which deployment that holds. */
+export interface Unjudged {
+  readonly reason: string;
+  readonly deploymentId: string | undefined;
+}
+
+export class VerdictBook {
+  private readonly verdicts: BoundedHistory<VerdictRecord>;
+  private readonly unjudged: BoundedHistory<Unjudged>;
+  private readonly waiters: BoundedHistory<Waiter[]>;
+
+  constructor(capacity: number) {
+    this.verdicts = new BoundedHistory(capacity);
+    this.unjudged = new BoundedHistory(capacity);
+    this.waiters = new BoundedHistory(capacity);
+  }
+
+  verdict(allocId: string): VerdictRecord | undefined {
+    return this.verdicts.get(allocId);
+  }
+
+  unjudgedReason(allocId: string): Unjudged | undefined {
+    return this.unjudged.get(allocId);
+  }
+
+  /** Every verdict kept, oldest first. */
+  records(): IterableIterator<VerdictRecord> {
+    return this.verdicts.values();
+  }
+
+  record(record: VerdictRecord): void {
+    const { allocId } = record.alloc;
+    this.verdicts.set(allocId, record);
+    for (const waiter of this.takeWaiters(allocId)) waiter.resolve(record);
+  }
+
+  markUnjudged(allocId: string, unjudged: Unjudged): void {
+    this.unjudged.set(allocId, unjudged);
+    for (const waiter of this.takeWaiters(allocId)) waiter.reject(new AllocationNotJudgedError(allocId, unjudged.reason));
+  }
+
+  /** A promise for the allocation's next verdict (a waiter too many forgets the oldest: it stays pending). */
+  wait(allocId: string): Promise<VerdictRecord> {
+    return new Promise((resolve, reject) => {
+      this.waiters.set(allocId, [...(this.waiters.get(allocId) ?? []), { resolve, reject }]);
+    });
+  }
+
+  /** Fails every waiter (the intake stopped). */
+  failAll(error: (allocId: string) => Error): void {
+    for (const [allocId, waiters] of this.waiters.entries()) for (const waiter of waiters) waiter.reject(error(allocId));
+    this.waiters.clear();
+  }
+
+  private takeWaiters(allocId: string): Waiter[] {
+    const waiters = this.waiters.get(allocId) ?? [];
+    if (waiters.length > 0) this.waiters.delete(allocId);
+    return waiters;
+  }
+}
