@@ -7,6 +7,7 @@ import { evaluationOutcome, isTerminalEvaluation } from '../../machines/evaluati
 import type { NomadClient } from '../nomad/client.js';
 import type { Deployment, Evaluation, Job } from '../nomad/types.js';
 import type { VerdictRecord } from '../intake/types.js';
+import type { Unjudged } from '../intake/verdictBook.js';
 import type { Logger } from '../supervisor/logger.js';
 import { SupervisorStoppedError } from '../supervisor/errors.js';
 import { errorMessage } from '../errorMessage.js';
@@ -28,8 +29,12 @@ export interface DeploymentGatesOptions {
   readonly logger: Logger;
   /** Verdicts reached so far (for a gate that starts after some). */
   readonly verdicts: () => Iterable<VerdictRecord>;
+  /** Allocations left unjudged so far. */
+  readonly unjudged: () => Iterable<Unjudged>;
   /** How many allocations of a deployment Warden is still judging. */
   readonly undecided: (deploymentId: string) => number;
+  /** Whether the supervisor has read the cluster as it is (its first listing is in): until then it may not know every allocation. */
+  readonly caughtUp: () => boolean;
 }
 
 interface Waiter {
@@ -74,6 +79,7 @@ export class DeploymentGates {
     // It may settle (or the gates stop) while the reads below are awaited: handled by the caller.
     result.catch(() => undefined);
     for (const record of this.options.verdicts()) this.onVerdict(record);
+    for (const record of this.options.unjudged()) this.onUnjudged(record);
     // Restart safety: the deployment may have started (or ended) before we watched.
     try {
       const latest = await nomad.query<Deployment | null>(`/v1/job/${encodeURIComponent(jobId)}/deployment`, { namespace });
@@ -89,6 +95,17 @@ export class DeploymentGates {
     this.settle((watch) => {
       if (watch.jobId === alloc.jobId && watch.namespace === alloc.namespace) watch.onVerdict(alloc.allocId, alloc.deploymentId, alloc.name, record.outcome);
     });
+  }
+
+  onUnjudged({ alloc, reason }: Unjudged): void {
+    this.settle((watch) => {
+      if (watch.jobId === alloc.jobId && watch.namespace === alloc.namespace) watch.onUnjudged(alloc.allocId, alloc.deploymentId, alloc.name, reason);
+    });
+  }
+
+  /** Something a gate may have waited for has happened (the supervisor caught up with the cluster). */
+  recheck(): void {
+    this.settle(() => undefined);
   }
 
   onDeployment(deployment: Deployment): void {
@@ -110,8 +127,10 @@ export class DeploymentGates {
   }
 
   private settle(feed: (watch: DeploymentWatch) => void): void {
+    const caughtUp = this.options.caughtUp();
     for (const waiter of this.waiters) {
       feed(waiter.watch);
+      if (!caughtUp) continue;
       const { deploymentId } = waiter.watch;
       const result = deploymentId === undefined ? undefined : waiter.watch.result(this.options.undecided(deploymentId));
       if (!result) continue;

@@ -38,6 +38,13 @@ export interface UnhealthyAllocation {
  */
 export type DeploymentFailureRule = 'progress-deadline' | 'unhealthy-allocations' | 'nomad' | 'fail-fast' | 'placement' | 'nothing-to-judge';
 
+/** An allocation of the deployment Warden did not judge, and why (Nomad's own verdict stands alone for it). */
+export interface UnjudgedAllocation {
+  allocId: string;
+  name: string | undefined;
+  reason: string;
+}
+
 export type DeploymentResult =
   | {
       ok: true;
@@ -47,6 +54,7 @@ export type DeploymentResult =
       healthy: string[];
       /** Set when every canary is healthy and the deployment waits for a manual promotion. */
       awaitingPromotion?: true;
+      unjudged?: UnjudgedAllocation[];
     }
   | {
       ok: false;
@@ -58,6 +66,7 @@ export type DeploymentResult =
       rule: DeploymentFailureRule;
       unhealthy: UnhealthyAllocation[];
       evaluation?: EvaluationOutcome;
+      unjudged?: UnjudgedAllocation[];
     };
 
 export interface DeploymentWatchOptions {
@@ -95,6 +104,7 @@ function failureRule(description: string | undefined): DeploymentFailureRule {
 export class DeploymentWatch {
   private deployment: Deployment | undefined;
   private readonly verdicts = new Map<string, Verdict>();
+  private readonly unjudged = new Map<string, UnjudgedAllocation & { deploymentId: string }>();
   private ending: Ending | undefined;
 
   constructor(
@@ -138,6 +148,11 @@ export class DeploymentWatch {
     }
   }
 
+  /** An allocation of the job Warden does not judge, with why. */
+  onUnjudged(allocId: string, deploymentId: string | undefined, name: string | undefined, reason: string): void {
+    if (deploymentId) this.unjudged.set(allocId, { allocId, name, reason, deploymentId });
+  }
+
   /** A terminal evaluation of the job: with failFast, a group it could not place ends the gate. */
   onEvaluation(outcome: EvaluationOutcome, deploymentId: string | undefined): void {
     if (this.ending || !this.options.failFast || outcome.ok || outcome.failures.length === 0) return;
@@ -155,7 +170,11 @@ export class DeploymentWatch {
     if (ending === undefined || deployment === undefined) return undefined;
     const gateOwn = ending.kind === 'failed' && (ending.rule === 'fail-fast' || ending.rule === 'placement');
     if (undecided > 0 && !gateOwn) return undefined;
-    const base = { jobId: this.jobId, version: this.version };
+    const unjudged = [...this.unjudged.values()]
+      .filter((alloc) => alloc.deploymentId === deployment.ID)
+      .map(({ deploymentId: _d, ...alloc }) => alloc)
+      .sort((a, b) => a.allocId.localeCompare(b.allocId));
+    const base = { jobId: this.jobId, version: this.version, ...(unjudged.length > 0 ? { unjudged } : {}) };
     if (ending.kind !== 'failed') {
       const healthy = [...this.verdicts]
         .filter(([, v]) => v.deploymentId === deployment.ID && 'healthy' in v.outcome && v.outcome.healthy)

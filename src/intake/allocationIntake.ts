@@ -35,7 +35,7 @@ import { AllocationNotJudgedError, SupervisorStoppedError } from '../supervisor/
 import { errorMessage } from '../errorMessage.js';
 import { judgementOf, type Judgement } from './judgement.js';
 import type { AllocationRef, StateChange, VerdictRecord } from './types.js';
-import { VerdictBook } from './verdictBook.js';
+import { VerdictBook, type Unjudged } from './verdictBook.js';
 
 export interface AllocationIntakeOptions {
   readonly nomad: Pick<NomadClient, 'getDeployment'>;
@@ -50,6 +50,8 @@ export interface AllocationIntakeOptions {
   readonly logger: Logger;
   /** Verdicts (and reasons for not judging) kept once an allocation is decided. */
   readonly historySize: number;
+  /** An allocation stopped being undecided without a verdict (its job was looked up, it awaits its client...): see undecidedIn. */
+  readonly onSettled?: (() => void) | undefined;
   /** How long after it happened a live update arrived (for the settle window: freshness.ts). */
   readonly noteLag?: ((ms: number) => void) | undefined;
   /** Something could not be used (an allocation's job, a malformed allocation): reported, not thrown. */
@@ -107,9 +109,12 @@ const CLIENT_TERMINAL: ReadonlySet<string | undefined> = new Set(['complete', 'f
 export class AllocationIntake {
   readonly verdicts$: Observable<VerdictRecord>;
   readonly changes$: Observable<StateChange>;
+  /** Allocations left unjudged, with why (Nomad does not watch them, their job is gone...). */
+  readonly unjudged$: Observable<Unjudged>;
 
   private readonly verdictSubject = new Subject<VerdictRecord>();
   private readonly changeSubject = new Subject<StateChange>();
+  private readonly unjudgedSubject = new Subject<Unjudged>();
   private readonly book: VerdictBook;
   private readonly admitted = new Map<string, Admitted>();
   /** The latest update of allocations whose job is being looked up. */
@@ -127,6 +132,7 @@ export class AllocationIntake {
     this.moves = new InPlaceMoves(options.nomad, options.historySize);
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
+    this.unjudged$ = this.unjudgedSubject.asObservable();
     options.registry.subscribe((change) => this.onHealthChange(change));
   }
 
@@ -149,7 +155,7 @@ export class AllocationIntake {
     const judged = this.book.verdict(id);
     const unjudged = this.book.unjudgedReason(id);
     if (judged && !movedFrom(judged.alloc.deploymentId, allocation)) return;
-    if (unjudged && !movedFrom(unjudged.deploymentId, allocation)) return;
+    if (unjudged && !movedFrom(unjudged.alloc.deploymentId, allocation)) return;
     if (admitted || judged || unjudged) this.rewatch(id, allocation);
     this.resolve(id, allocation);
   }
@@ -172,6 +178,11 @@ export class AllocationIntake {
   /** Every verdict kept, oldest first. */
   records(): IterableIterator<VerdictRecord> {
     return this.book.records();
+  }
+
+  /** Every allocation left unjudged that is kept, oldest first. */
+  unjudgedRecords(): IterableIterator<Unjudged> {
+    return this.book.unjudgedRecords();
   }
 
   /** How the group is judged for an allocation in a deployment (or not, and why). */
@@ -218,6 +229,7 @@ export class AllocationIntake {
     this.book.failAll((allocId) => new SupervisorStoppedError(`the verdict of ${allocId}`));
     this.verdictSubject.complete();
     this.changeSubject.complete();
+    this.unjudgedSubject.complete();
   }
 
   /**
@@ -242,6 +254,7 @@ export class AllocationIntake {
       ([job, movedBy]) => {
         if (movedBy && !this.rewatches.has(id)) this.rewatches.set(id, movedBy);
         this.admit(id, job, allocation);
+        this.options.onSettled?.();
       },
       (error: unknown) => {
         const latest = this.resolving.get(id);
@@ -250,9 +263,10 @@ export class AllocationIntake {
         const message = `allocation ${id}: ${errorMessage(error)}`;
         // An allocation long over whose job is gone (purged) has nothing left to judge it by.
         if (latest.DesiredStatus !== 'run' && CLIENT_TERMINAL.has(latest.ClientStatus)) {
-          this.book.markUnjudged(id, { reason: `its job could not be had: ${errorMessage(error)}`, deploymentId: deploymentOf(latest) });
+          this.markUnjudged({ alloc: refOf(latest), reason: `its job could not be had: ${errorMessage(error)}` });
           return;
         }
+        this.options.onSettled?.();
         if (this.jobFailures.get(id) === message) return;
         this.jobFailures.set(id, message);
         this.options.report({ kind: 'job-unavailable', allocId: id, message });
@@ -277,7 +291,7 @@ export class AllocationIntake {
       return;
     }
     if ('reason' in judgement) {
-      this.book.markUnjudged(id, { reason: judgement.reason, deploymentId: deploymentOf(allocation) });
+      this.markUnjudged({ alloc: refOf(allocation), reason: judgement.reason });
       this.options.logger.debug('allocation not judged', { allocId: id, reason: judgement.reason });
       return;
     }
@@ -312,7 +326,7 @@ export class AllocationIntake {
         const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
         if (stopping || CLIENT_TERMINAL.has(allocation.ClientStatus)) {
           this.admitted.delete(id);
-          this.book.markUnjudged(id, { reason: 'it ended before its client ever reported it: Nomad never watched it', deploymentId: admitted.ref.deploymentId });
+          this.markUnjudged({ alloc: admitted.ref, reason: 'it ended before its client ever reported it: Nomad never watched it' });
         }
         return;
       }
@@ -344,6 +358,11 @@ export class AllocationIntake {
     this.admitted.delete(change.allocationId);
     this.forget(change.allocationId);
     this.decide({ alloc: admitted.ref, outcome: change.outcome });
+  }
+
+  private markUnjudged(unjudged: Unjudged): void {
+    this.book.markUnjudged(unjudged);
+    this.unjudgedSubject.next(unjudged);
   }
 
   private decide(record: VerdictRecord): void {

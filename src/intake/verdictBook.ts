@@ -5,17 +5,17 @@
  */
 import { BoundedHistory } from '../supervisor/boundedHistory.js';
 import { AllocationNotJudgedError } from '../supervisor/errors.js';
-import type { VerdictRecord } from './types.js';
+import type { AllocationRef, VerdictRecord } from './types.js';
 
 interface Waiter {
   resolve(record: VerdictRecord): void;
   reject(error: Error): void;
 }
 
-/** Why an allocation is not judged, and for which deployment that holds. */
+/** An allocation Warden does not judge, and why (for the deployment its ref names). */
 export interface Unjudged {
+  readonly alloc: AllocationRef;
   readonly reason: string;
-  readonly deploymentId: string | undefined;
 }
 
 export class VerdictBook {
@@ -48,9 +48,15 @@ export class VerdictBook {
     for (const waiter of this.takeWaiters(allocId)) waiter.resolve(record);
   }
 
-  markUnjudged(allocId: string, unjudged: Unjudged): void {
+  markUnjudged(unjudged: Unjudged): void {
+    const { allocId } = unjudged.alloc;
     this.unjudged.set(allocId, unjudged);
     for (const waiter of this.takeWaiters(allocId)) waiter.reject(new AllocationNotJudgedError(allocId, unjudged.reason));
+  }
+
+  /** Every allocation left unjudged that is kept, oldest first. */
+  unjudgedRecords(): IterableIterator<Unjudged> {
+    return this.unjudged.values();
   }
 
   /** A promise for the allocation's next verdict (a waiter too many forgets the oldest: it stays pending). */

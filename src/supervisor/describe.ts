@@ -87,8 +87,8 @@ export function describeEvaluation(outcome: EvaluationOutcome, options: Describe
 /** The gate's report: a headline, then each unhealthy allocation with its per-task reasons. */
 /** The failure rules whose headline ("N allocations unhealthy") does not itself say what ended the deployment. */
 const RULE_NOTES: Partial<Record<DeploymentFailureRule, string>> = {
-  'unhealthy-allocations': 'Failed due to unhealthy allocations: the group has no progress_deadline',
   'fail-fast': '--fail-fast: the first unhealthy allocation ends the gate',
+  placement: '--fail-fast: a group that cannot be placed ends the gate',
 };
 
 export function describeDeployment(result: DeploymentResult, options: DescribeOptions = {}): string[] {
@@ -98,7 +98,7 @@ export function describeDeployment(result: DeploymentResult, options: DescribeOp
       `${paint('⏸', 'note', options)} ${job}: ${result.healthy.length} canary allocation(s) healthy, awaiting promotion (nomad deployment promote ${result.deploymentId})`,
     ];
   }
-  if (result.ok) return [`${paint('✔', 'good', options)} ${job}: deployment healthy, ${result.healthy.length} allocation(s) healthy`];
+  if (result.ok) return [`${paint('✔', 'good', options)} ${job}: deployment healthy, ${result.healthy.length} allocation(s) healthy`, ...unjudgedLines(result)];
   const lines = [`${paint('✘', 'bad', options)} ${job}: ${result.reason}`];
   for (const alloc of result.unhealthy) {
     lines.push(`  ${[alloc.name, alloc.allocId].filter(Boolean).join(' ')}`);
@@ -109,7 +109,14 @@ export function describeDeployment(result: DeploymentResult, options: DescribeOp
   if (result.evaluation) lines.push(...describeEvaluation(result.evaluation, options).map((line) => `  ${line}`));
   const note = RULE_NOTES[result.rule];
   if (note) lines.push(`  ${note}`);
-  return lines;
+  return [...lines, ...unjudgedLines(result)];
+}
+
+/** One line per reason Warden left allocations of the deployment unjudged (Nomad's word alone stands for them). */
+function unjudgedLines(result: DeploymentResult): string[] {
+  const byReason = new Map<string, number>();
+  for (const alloc of result.unjudged ?? []) byReason.set(alloc.reason, (byReason.get(alloc.reason) ?? 0) + 1);
+  return [...byReason].map(([reason, count]) => `  ${count} allocation(s) not judged by Warden: ${reason}`);
 }
 
 /** The deployment result as one `--json` record. */

@@ -94,6 +94,13 @@ export class Supervisor implements ExecTarget {
   private readonly consul: ConsulCheckFanOut | undefined;
   private readonly consulSubscription: Subscription | undefined;
   private stopped = false;
+  /**
+   * Whether the source has delivered the cluster as it is: false from its first `connecting` until
+   * its first `streaming` (the event stream lists the allocations in between). A source that reports
+   * no connection is taken as caught up.
+   */
+  private caughtUp = true;
+  private streamed = false;
 
   constructor(private readonly options: SupervisorRuntimeOptions) {
     const { nomad, clock, inspect } = options;
@@ -121,6 +128,7 @@ export class Supervisor implements ExecTarget {
       logger: this.logger,
       historySize: options.historySize ?? 10_000,
       noteLag: this.freshness && ((ms) => this.freshness?.noteLag(ms)),
+      onSettled: () => this.deployments.recheck(),
       report: (problem) => this.report(problem),
     });
     this.verdicts$ = this.intake.verdicts$;
@@ -129,9 +137,12 @@ export class Supervisor implements ExecTarget {
       nomad,
       logger: this.logger,
       verdicts: () => this.intake.records(),
+      unjudged: () => this.intake.unjudgedRecords(),
       undecided: (deploymentId) => this.intake.undecidedIn(deploymentId),
+      caughtUp: () => this.caughtUp,
     });
     this.intake.verdicts$.subscribe((record) => this.deployments.onVerdict(record));
+    this.intake.unjudged$.subscribe((record) => this.deployments.onUnjudged(record));
     this.consulSubscription = options.consul
       ?.watchHealthChecks({
         onError: (error) => this.report({ kind: 'consul-unavailable', message: `Consul health query failed; retrying: ${error.message}` }),
@@ -294,6 +305,10 @@ export class Supervisor implements ExecTarget {
 
   private onConnection(input: Extract<SupervisorInput, { kind: 'connection' }>): void {
     this.freshness?.noteStreaming(input.state === 'streaming');
+    if (!this.streamed && input.state === 'streaming') {
+      this.streamed = this.caughtUp = true;
+      this.deployments.recheck();
+    } else if (!this.streamed) this.caughtUp = false;
     switch (input.state) {
       case 'connecting':
         return this.actor.send({ type: 'CONNECTION.CONNECTING' });

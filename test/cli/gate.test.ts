@@ -70,14 +70,14 @@ describe('warden gate', () => {
     expect(lines).toEqual(['✔ healthy-task-states version 0: deployment healthy, 2 allocation(s) healthy']);
   });
 
-  test('a failing deployment: exit 1 at the progress deadline, with each unhealthy allocation and its per-task reason', async () => {
+  test('a failing deployment: exit 1 when Nomad fails it, in Nomad\'s words, with each unhealthy allocation and its per-task reason', async () => {
     const { exitCode, lines, at } = await gateDuring('failed_task');
     expect(exitCode).toBe(GATE_UNHEALTHY);
-    // RequireProgressBy: the allocation placed at 17:05:15.120 + progress_deadline 30 s.
-    expect(lines[0]).toBe('✘ failed-task version 0: 1 allocation unhealthy; Failed due to progress deadline: group "app" had 0 of 1 allocation healthy by 2026-11-29T17:05:45.120Z');
+    expect(lines[0]).toBe('✘ failed-task version 0: Deployment failed: Failed due to progress deadline; 1 allocation unhealthy');
     expect(lines[1]).toMatch(/^ {2}failed-task\.app\[0\] [0-9a-f-]{36}$/);
     expect(lines.slice(2)).toEqual(['    main: Unhealthy because of failed task']);
-    expect(at).toBe(Date.parse('2026-11-29T17:05:45.120Z') + 0.252188);
+    // The recording's DeploymentStatusUpdate, 30 s into the stream.
+    expect(at! - loadScenario('failed_task').opened).toBe(30_022);
   });
 
   test('--fail-fast: exit 1 at the first unhealthy allocation, saying so', async () => {
@@ -93,23 +93,26 @@ describe('warden gate', () => {
     const { exitCode, lines, deploymentId } = await gateOnCluster({ Canary: 1 }, (cluster) => {
       const [canary] = cluster.placeAllocations('web', { count: 1, canary: true });
       cluster.startTask(canary!.ID);
+      // Nomad's client reports it healthy: the deployment counts it.
+      cluster.setDeploymentAllocHealth(canary!.DeploymentID!, [canary!.ID], []);
     });
     expect(exitCode).toBe(GATE_AWAITING_PROMOTION);
     expect(lines).toEqual([`⏸ web version 0: 1 canary allocation(s) healthy, awaiting promotion (nomad deployment promote ${deploymentId})`]);
   });
 
-  test('progress_deadline = 0: exit 1 at the first unhealthy allocation, naming Nomad\'s rule', async () => {
+  test('progress_deadline = 0: exit 1 when Nomad fails it for the unhealthy allocation, naming Nomad\'s rule', async () => {
     const { exitCode, lines } = await gateOnCluster({ ProgressDeadline: 0 }, (cluster) => {
       const [first] = cluster.placeAllocations('web');
       cluster.failTask(first!.ID, 'main', { exitCode: 1 });
+      cluster.setDeploymentStatus(first!.DeploymentID!, 'failed', 'Failed due to unhealthy allocations');
     });
     expect(exitCode).toBe(GATE_UNHEALTHY);
-    expect(lines[0]).toBe('✘ web version 0: 1 allocation unhealthy');
-    expect(lines.at(-1)).toBe('  Failed due to unhealthy allocations: the group has no progress_deadline');
+    expect(lines[0]).toBe('✘ web version 0: Deployment failed: Failed due to unhealthy allocations; 1 allocation unhealthy');
+    expect(lines.at(-1)).toBe('    main: Unhealthy because of failed task');
   });
 
-  test('a placement failure: exit 1 naming the group and the exhausted dimension', async () => {
-    const { exitCode, lines } = await gateDuring('placement_failure');
+  test('a placement failure with --fail-fast: exit 1 at once, naming the group and the exhausted dimension', async () => {
+    const { exitCode, lines } = await gateDuring('placement_failure', { failFast: true });
     expect(exitCode).toBe(GATE_UNHEALTHY);
     const text = lines.join('\n');
     expect(lines[0]).toBe('✘ placement-failure version 0: could not place task group "app"');
@@ -117,6 +120,12 @@ describe('warden gate', () => {
     expect(text).toContain('Task Group "app" (failed to place 1 allocation)');
     expect(text).toContain('Dimension "memory" exhausted on 1 nodes');
     expect(text).toMatch(/Evaluation "[0-9a-f-]{36}" waiting for additional capacity to place remainder/);
+  });
+
+  test('a placement failure: Nomad keeps the deployment running (capacity may come) until the job is stopped; exit 1 then', async () => {
+    const { exitCode, lines } = await gateDuring('placement_failure');
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines).toEqual(['✘ placement-failure version 0: Deployment cancelled: Cancelled because job is stopped']);
   });
 
   test('the second version of a rolling update, as JSON', async () => {
@@ -140,13 +149,16 @@ describe('warden gate', () => {
     expect(lines).toEqual(['✘ healthy-task-states version 0: no verdict within 1s']);
   });
 
-  test.each([
-    ['manual_health', 'manual-health', 'group app sets health manually'],
-    ['batch_job', 'batch-job', 'Nomad does not watch batch jobs'],
-  ])('%s: nothing to judge, exit 1 at once with the reason', async (scenario, job, reason) => {
-    const { exitCode, lines } = await gateDuring(scenario);
+  test('batch_job: nothing to judge, exit 1 at once with the reason', async () => {
+    const { exitCode, lines } = await gateDuring('batch_job');
     expect(exitCode).toBe(GATE_UNHEALTHY);
-    expect(lines).toEqual([`✘ ${job} version 0: no deployment to judge: ${reason}`]);
+    expect(lines).toEqual(['✘ batch-job version 0: no deployment to judge: Nomad runs no deployments for batch jobs']);
+  });
+
+  test('manual_health: no one set the health, Nomad failed it at the progress deadline; Warden says why it judged none', async () => {
+    const { exitCode, lines } = await gateDuring('manual_health');
+    expect(exitCode).toBe(GATE_UNHEALTHY);
+    expect(lines).toEqual(['✘ manual-health version 0: Deployment failed: Failed due to progress deadline', '  1 allocation(s) not judged by Warden: group app sets health manually']);
   });
 
   test('Nomad unreachable: exit 2, and the token never printed', async () => {

@@ -1,5 +1,5 @@
 /** `warden gate` reads CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN and judges a check-based deployment from Consul. */
-import { gate, GATE_HEALTHY, GATE_UNHEALTHY } from '../../src/cli/gateCommand.js';
+import { gate, GATE_HEALTHY } from '../../src/cli/gateCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeConsul } from '../../src/testing/fakeConsul.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
@@ -15,11 +15,15 @@ async function gateWith(env: Record<string, string>, consul: FakeConsul, nomad: 
   let exitCode: number | undefined;
   const running = gate('web', {}, { env: { NOMAD_ADDR: nomad.address, ...env }, write: (line) => lines.push(line), clock, transport: { gzip: false } }).then((code) => (exitCode = code));
   await flush();
-  for (const alloc of nomad.cluster.placeAllocations('web')) {
+  const placed = nomad.cluster.placeAllocations('web');
+  for (const alloc of placed) {
     nomad.cluster.startTask(alloc.ID);
     consul.registerService({ allocId: alloc.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }] });
   }
-  for (let t = START + 1_000; exitCode === undefined && t < START + 60_000; t += 1_000) await driveTo(clock, t);
+  // Nomad's deployment watcher (with its own Consul) ends the deployment a moment after min_healthy_time.
+  await driveTo(clock, START + 3_000);
+  nomad.cluster.setDeploymentStatus(placed[0]!.DeploymentID!, 'successful');
+  for (let t = START + 4_000; exitCode === undefined && t < START + 60_000; t += 1_000) await driveTo(clock, t);
   await running;
   return { exitCode, lines };
 }
@@ -45,10 +49,11 @@ describe('warden gate with Consul', () => {
     expect(consul.stats.requests).toBeGreaterThan(0);
   });
 
-  test('without CONSUL_HTTP_ADDR the check-based group is not judged, and the gate says why', async () => {
+  test('without CONSUL_HTTP_ADDR the check-based group is not judged: the gate reports Nomad\'s end, and says why Warden judged none', async () => {
     const { exitCode, lines } = await gateWith({}, consul, nomad, clock);
-    expect(exitCode).toBe(GATE_UNHEALTHY);
-    expect(lines.join('\n')).toContain('need a Consul source');
+    expect(exitCode).toBe(GATE_HEALTHY);
+    expect(lines[0]).toBe('✔ web version 0: deployment healthy, 0 allocation(s) healthy');
+    expect(lines[1]).toMatch(/^ {2}2 allocation\(s\) not judged by Warden: .*need a Consul source/);
     expect(consul.stats.requests).toBe(0);
   });
 });

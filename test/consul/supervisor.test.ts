@@ -2,7 +2,7 @@
  * The supervisor over FakeNomad + FakeConsul on one VirtualClock: groups with health_check =
  * "checks" are judged from Consul's checks, in Nomad's words, through one blocking query.
  */
-import { driveTo } from '../supervisor/support/harness.js';
+import { SETTLE_MS, driveTo } from '../supervisor/support/harness.js';
 import { checkedJob, startConsulHarness } from './harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
@@ -20,11 +20,12 @@ describe('the supervisor judges check-based groups from Consul', () => {
       h.consul.setStatus(checkIds[0]!, 'passing');
       await driveTo(h.clock, START + 6_000);
       h.consul.setStatus(checkIds[1]!, 'passing');
-      await driveTo(h.clock, START + 7_999);
+      await driveTo(h.clock, START + 7_999 + SETTLE_MS);
       expect(h.verdicts).toEqual([]);
-      await driveTo(h.clock, START + 8_500);
+      await driveTo(h.clock, START + 8_500 + SETTLE_MS);
       expect(h.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 8_000, reasons: {} }]);
-      await expect(h.supervisor.waitForDeployment('web')).resolves.toMatchObject({ ok: true });
+      h.nomad.cluster.setDeploymentStatus(alloc!.DeploymentID!, 'successful');
+      await expect(h.supervisor.waitForDeployment('web')).resolves.toMatchObject({ ok: true, healthy: [alloc!.ID] });
     } finally {
       await h.close();
     }
@@ -42,7 +43,7 @@ describe('verdicts at the deadline, in Nomad\'s words', () => {
       for (const alloc of [critical, partial, missing]) h.nomad.cluster.startTask(alloc!.ID);
       const bad = h.consul.registerService({ allocId: critical!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }, { name: 'ready', status: 'critical' }] });
       h.consul.registerService({ allocId: partial!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }] });
-      await driveTo(h.clock, deadline + 500);
+      await driveTo(h.clock, deadline + 500 + SETTLE_MS);
       const reasons = Object.fromEntries(h.verdicts.map((v) => [v.alloc.allocId, v.outcome]));
       expect(reasons[critical!.ID]).toEqual({ healthy: false, at: expect.any(Number), reasons: { main: 'Services not healthy by deadline: web' } });
       expect(reasons[partial!.ID]).toEqual({ healthy: false, at: expect.any(Number), reasons: { main: 'Only 1 out of 2 checks registered and passing' } });
@@ -61,7 +62,7 @@ describe('verdicts at the deadline, in Nomad\'s words', () => {
       for (const alloc of [warned, failing]) h.nomad.cluster.startTask(alloc!.ID);
       h.consul.registerService({ allocId: warned!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'warning' }, { name: 'strict', status: 'passing' }] });
       h.consul.registerService({ allocId: failing!.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'critical' }, { name: 'strict', status: 'passing' }] });
-      await driveTo(h.clock, deadline + 500);
+      await driveTo(h.clock, deadline + 500 + SETTLE_MS);
       const outcome = (id: string) => h.verdicts.find((v) => v.alloc.allocId === id)?.outcome;
       expect(outcome(warned!.ID)).toEqual({ healthy: true, at: START + 2_000, reasons: {} });
       expect(outcome(failing!.ID)).toMatchObject({ healthy: false, reasons: { main: 'Services not healthy by deadline: web' } });
@@ -77,9 +78,9 @@ describe('verdicts at the deadline, in Nomad\'s words', () => {
       const [mine, other] = h.nomad.cluster.placeAllocations('web');
       for (const alloc of [mine, other]) h.nomad.cluster.startTask(alloc!.ID);
       h.consul.registerService({ allocId: mine!.ID, group: 'app', service: 'front', checks: [{ name: 'alive', status: 'passing' }] });
-      await driveTo(h.clock, START + 2_500);
+      await driveTo(h.clock, START + 2_500 + SETTLE_MS);
       expect(h.verdicts.map((v) => [v.alloc.allocId, v.outcome])).toEqual([[mine!.ID, { healthy: true, at: START + 2_000, reasons: {} }]]);
-      await driveTo(h.clock, deadline + 500);
+      await driveTo(h.clock, deadline + 500 + SETTLE_MS);
       // A group service's checks have no task to explain them, as in Nomad's tracker.
       expect(h.verdicts.find((v) => v.alloc.allocId === other!.ID)?.outcome).toMatchObject({ healthy: false, reasons: {} });
     } finally {
@@ -136,7 +137,7 @@ describe('one query for any number of allocations; tokens stay secret', () => {
       await driveTo(h.clock, START + 500);
       const before = h.consul.stats.requests;
       for (const alloc of allocs) h.consul.registerService({ allocId: alloc.ID, task: 'main', service: 'web', checks: [{ name: 'alive', status: 'passing' }] });
-      await driveTo(h.clock, START + 3_000);
+      await driveTo(h.clock, START + 3_000 + SETTLE_MS);
       expect(h.verdicts.filter((v) => 'healthy' in v.outcome && v.outcome.healthy)).toHaveLength(40);
       expect(h.consul.stats.maxInFlight).toBe(1);
       // The forty registrations came in one burst: a handful of answers, not one per allocation.

@@ -7,13 +7,21 @@
 import { NomadClient } from '../../src/nomad/client.js';
 import { createSupervisor, type DeploymentResult, type VerdictRecord } from '../../src/supervisor/index.js';
 import { serviceJob } from '../testing/helpers.js';
-import { driveTo, flush, startHarness, type Harness } from './support/harness.js';
+import { SETTLE_MS, driveTo, flush, startHarness, type Harness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
 /** When the in-place update is applied (the version-0 allocations healthy long before). */
 const MOVED = START + 10_000;
 /** serviceJob's min_healthy_time. */
 const MIN_HEALTHY_MS = 2_000;
+/** When Nomad's deployment watcher marks the new deployment successful (it lags the last health by ~1 s). */
+const COMPLETED = MOVED + MIN_HEALTHY_MS + 1_000;
+
+/** Nomad's deployment watcher ends `deploymentId` successfully at `at` (FakeNomad does not decide it by itself). */
+async function completeAt(harness: Harness, deploymentId: string | undefined, at: number): Promise<void> {
+  await driveTo(harness.clock, at);
+  harness.fake.cluster.setDeploymentStatus(deploymentId!, 'successful');
+}
 
 function follow(harness: Harness, waiting: Promise<DeploymentResult>): { result?: DeploymentResult; at?: number } {
   const settled: { result?: DeploymentResult; at?: number } = {};
@@ -55,9 +63,10 @@ describe('an allocation updated in place is judged again for the new deployment'
     const rejudged = harness.supervisor.verdict(ids[0]!);
     expect(gate.result).toBeUndefined();
     expect(harness.supervisor.supervisedAllocation(ids[0]!)).toMatchObject({ jobVersion: 1, state: 'minHealthyWait', alloc: { deploymentId: newDeployment } });
+    await completeAt(harness, newDeployment, COMPLETED);
     await driveTo(harness.clock, MOVED + 5_000);
 
-    expect(gate).toMatchObject({ at: MOVED + MIN_HEALTHY_MS, result: { ok: true, version: 1, deploymentId: newDeployment } });
+    expect(gate).toMatchObject({ at: COMPLETED, result: { ok: true, version: 1, deploymentId: newDeployment } });
     expect(gate.result!.ok && [...gate.result!.healthy].sort()).toEqual([...ids].sort());
     const byDeployment = (deploymentId: string | undefined) =>
       harness.verdicts.filter((v) => v.alloc.deploymentId === deploymentId).map((v) => [v.alloc.allocId, v.outcome]);
@@ -90,7 +99,7 @@ describe('an allocation updated in place is judged again for the new deployment'
     await driveTo(harness.clock, MOVED + 500);
     // It restarts and never runs again: pending until the deadline, 20 s after the update.
     harness.fake.cluster.failTask(restarting.ID, 'main', { exitCode: 1, restartDelayMs: 60_000 });
-    await driveTo(harness.clock, MOVED + 21_000);
+    await driveTo(harness.clock, MOVED + 21_000 + SETTLE_MS);
     const verdict = harness.verdicts.find((v) => v.alloc.allocId === restarting.ID && v.alloc.deploymentId === restarting.DeploymentID);
     expect(verdict?.outcome).toEqual({ healthy: false, at: MOVED + 20_000, reasons: { main: 'Task not running by healthy_deadline of 20s' } });
   });
@@ -115,8 +124,9 @@ describe('an allocation nobody judged, moved into a deployment that is judged', 
     cluster.registerJob(serviceJob('web', withHealth('task_states')));
     const gate = follow(harness, harness.supervisor.waitForDeployment('web', { version: 1 }));
     const moved = cluster.updateInPlace('web');
+    await completeAt(harness, moved[0]!.DeploymentID, COMPLETED);
     await driveTo(harness.clock, MOVED + 5_000);
-    expect(gate).toMatchObject({ at: MOVED + MIN_HEALTHY_MS, result: { ok: true, deploymentId: moved[0]!.DeploymentID } });
+    expect(gate).toMatchObject({ at: COMPLETED, result: { ok: true, deploymentId: moved[0]!.DeploymentID } });
     await expect(harness.supervisor.verdict(placed[0]!.ID)).resolves.toMatchObject({ outcome: { healthy: true, at: MOVED + MIN_HEALTHY_MS } });
   });
 });
@@ -147,19 +157,23 @@ describe('a supervisor started after the in-place update', () => {
 
   test.each([
     ['while the allocations prove themselves again', 500],
-    ['once they have', 3_000],
+    ['once they have', 3_500],
   ])('%s: the same verdicts as the supervisor that watched throughout, and the gate succeeds', async (_when, lateBy) => {
     const { moved } = await updatedInPlace(harness);
+    const deploymentId = moved[0]!.DeploymentID;
+    if (lateBy > COMPLETED - MOVED) await completeAt(harness, deploymentId, COMPLETED);
     await driveTo(harness.clock, MOVED + lateBy);
     const late = lateSupervisor(1);
     try {
-      await driveTo(harness.clock, MOVED + 5_000);
-      const deploymentId = moved[0]!.DeploymentID;
+      if (lateBy <= COMPLETED - MOVED) await completeAt(harness, deploymentId, COMPLETED);
+      await driveTo(harness.clock, MOVED + 6_000);
       const expected = moved.map((a) => [a.ID, { healthy: true, at: MOVED + MIN_HEALTHY_MS, reasons: {} }]).sort();
       expect(outcomes(harness.verdicts, deploymentId)).toEqual(expected);
       expect(outcomes(late.verdicts, deploymentId)).toEqual(expected);
       expect(late.gate.result).toMatchObject({ ok: true, version: 1, deploymentId });
-      expect(late.gate.at).toBe(Math.max(MOVED + MIN_HEALTHY_MS, MOVED + lateBy));
+      // Once Nomad has ended it and Warden has judged its allocations (at most a settle window later).
+      expect(late.gate.at).toBeGreaterThanOrEqual(Math.max(COMPLETED, MOVED + lateBy));
+      expect(late.gate.at).toBeLessThanOrEqual(Math.max(COMPLETED, MOVED + lateBy) + SETTLE_MS + 500);
     } finally {
       await late.close();
     }
@@ -176,10 +190,11 @@ describe('a supervisor started after the in-place update', () => {
     await flush();
     const late = lateSupervisor(0);
     try {
+      await completeAt(harness, placed[0]!.DeploymentID, START + MIN_HEALTHY_MS + 1_000);
       await driveTo(harness.clock, START + 5_000);
       const expected = placed.map((a) => [a.ID, { healthy: true, at: START + MIN_HEALTHY_MS, reasons: {} }]).sort();
       expect(outcomes(late.verdicts, placed[0]!.DeploymentID)).toEqual(expected);
-      expect(late.gate).toMatchObject({ at: START + MIN_HEALTHY_MS, result: { ok: true, version: 0 } });
+      expect(late.gate.result).toMatchObject({ ok: true, version: 0 });
     } finally {
       await late.close();
     }

@@ -7,7 +7,7 @@
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import type { Deployment } from '../../src/nomad/types.js';
 import { serviceJob } from '../testing/helpers.js';
-import { driveTo, startHarness } from './support/harness.js';
+import { SETTLE_MS, driveTo, startHarness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
 
@@ -44,7 +44,7 @@ test('an allocation whose client disconnects (ClientStatus unknown) while min_he
     h.fake.cluster.startTask(alloc!.ID);
     await driveTo(h.clock, START + 1_000);
     h.fake.cluster.patchAllocation(alloc!.ID, { ClientStatus: 'unknown' });
-    await driveTo(h.clock, START + 3_000);
+    await driveTo(h.clock, START + 3_000 + SETTLE_MS);
     expect(h.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 2_500, reasons: {} }]);
     expect(h.problems).toEqual([]);
   } finally {
@@ -60,12 +60,14 @@ describe('a deployment that is initializing (Nomad 1.5+)', () => {
       CreateIndex: 5, ModifyIndex: modifyIndex,
     }) as unknown as Deployment;
 
-  it('is not an end: the watch settles on the verdicts of the deployment once it runs', () => {
+  it('is not an end: the watch follows the deployment through it to Nomad\'s own end', () => {
     const watch = new DeploymentWatch('web', 'default', 0);
-    expect(watch.onDeployment(deployment('initializing', 5))).toBeUndefined();
-    expect(watch.settled).toBeUndefined();
-    expect(watch.onDeployment(deployment('running', 6))).toBeUndefined();
-    const result = watch.onVerdict('a1', 'd1', 'web.app[0]', { healthy: true, at: START, reasons: {} });
-    expect(result).toMatchObject({ ok: true, deploymentId: 'd1' });
+    watch.onDeployment(deployment('initializing', 5));
+    expect(watch.ended).toBe(false);
+    watch.onDeployment(deployment('running', 6));
+    watch.onVerdict('a1', 'd1', 'web.app[0]', { healthy: true, at: START, reasons: {} });
+    expect(watch.result(0)).toBeUndefined();
+    watch.onDeployment(deployment('successful', 7));
+    expect(watch.result(0)).toMatchObject({ ok: true, deploymentId: 'd1', healthy: ['a1'] });
   });
 });

@@ -3,7 +3,7 @@
  * a task that fails, a stop before health, and allocations that become healthy on the clock.
  */
 import { serviceJob } from '../testing/helpers.js';
-import { driveTo, startHarness, type Harness } from './support/harness.js';
+import { SETTLE_MS, driveTo, startHarness, type Harness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 18);
 
@@ -17,7 +17,7 @@ function outcomes(harness: Harness): Record<string, string> {
 }
 
 describe('the supervisor over a scripted cluster', () => {
-  test('two namespaces watched, a third ignored; healthy after min_healthy_time, a failed task at once, a stop unjudged', async () => {
+  test('two namespaces watched, a third ignored; healthy after min_healthy_time, a failed task at once, a stop unjudged once known', async () => {
     const harness = await startHarness(START, { scope: { namespaces: ['default', 'prod'] } });
     const { cluster } = harness.fake;
     try {
@@ -32,15 +32,19 @@ describe('the supervisor over a scripted cluster', () => {
       await driveTo(harness.clock, START + 1_000);
       cluster.failTask(api[1]!.ID, 'main', { exitCode: 2 });
       cluster.setDesiredStatus(web[1]!.ID, 'stop');
-      await driveTo(harness.clock, START + 1_500);
+      // The failure is in the data: at once. The stop waits for the client's reaction, or for the
+      // settle window to pass without one (its client never reacts in this script).
+      await driveTo(harness.clock, START + 1_100);
+      expect(outcomes(harness)).toEqual({ 'prod/api.app[1]': 'unhealthy {"main":"Unhealthy because of failed task"}' });
+      await driveTo(harness.clock, START + 1_100 + SETTLE_MS);
       expect(outcomes(harness)).toEqual({
         'prod/api.app[1]': 'unhealthy {"main":"Unhealthy because of failed task"}',
         'default/web.app[1]': 'stopped',
       });
-      // min_healthy_time is 2 s from the start at +0.5 s.
-      await driveTo(harness.clock, START + 2_499);
+      // min_healthy_time is 2 s from the start at +0.5 s: healthy then, said once the window has passed.
+      await driveTo(harness.clock, START + 2_499 + SETTLE_MS);
       expect(Object.keys(outcomes(harness))).toHaveLength(2);
-      await driveTo(harness.clock, START + 2_600);
+      await driveTo(harness.clock, START + 2_600 + SETTLE_MS);
       expect(outcomes(harness)).toMatchObject({ 'default/web.app[0]': 'healthy', 'prod/api.app[0]': 'healthy' });
       const healthyAt = harness.verdicts.filter((v) => 'healthy' in v.outcome && v.outcome.healthy).map((v) => v.outcome.at);
       expect(healthyAt).toEqual([START + 2_500, START + 2_500]);
@@ -60,9 +64,9 @@ describe('the supervisor over a scripted cluster', () => {
       const [alloc] = cluster.placeAllocations('plain', { count: 1 });
       expect(alloc!.DeploymentID ?? '').toBe('');
       cluster.startTask(alloc!.ID);
-      await driveTo(harness.clock, START + 9_999);
+      await driveTo(harness.clock, START + 9_999 + SETTLE_MS);
       expect(harness.verdicts).toEqual([]);
-      await driveTo(harness.clock, START + 10_100);
+      await driveTo(harness.clock, START + 10_100 + SETTLE_MS);
       expect(harness.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 10_000, reasons: {} }]);
     } finally {
       await harness.close();
@@ -83,25 +87,46 @@ describe('the supervisor over a scripted cluster', () => {
       await driveTo(harness.clock, START + 30_000);
       const reason = 'group app is judged by its service checks (health_check = "checks"), which need a Consul source this supervisor does not have';
       expect(await verdict).toMatchObject({ name: 'AllocationNotJudgedError', reason });
-      await expect(deployment).resolves.toMatchObject({ ok: false, reason: `no deployment to judge: ${reason}` });
+      // Nomad's own deployment watcher (which has Consul) still ends the deployment: the gate follows it.
+      cluster.setDeploymentStatus(alloc!.DeploymentID!, 'successful');
+      await driveTo(harness.clock, START + 30_100);
+      await expect(deployment).resolves.toMatchObject({ ok: true, healthy: [] });
       expect(harness.verdicts).toEqual([]);
     } finally {
       await harness.close();
     }
   });
 
-  test('a task not running by healthy_deadline: unhealthy at the deadline, in Nomad\'s words', async () => {
+  test('a task not running by healthy_deadline: unhealthy at the deadline counted from when its client received it, in Nomad\'s words', async () => {
     const harness = await startHarness(START);
     const { cluster } = harness.fake;
     try {
       cluster.registerJob(serviceJob('slow', { TaskGroups: [{ ...(serviceJob('x').TaskGroups as object[])[0], Count: 1 }] }));
-      cluster.placeAllocations('slow');
-      await driveTo(harness.clock, START + 19_999);
+      const [alloc] = cluster.placeAllocations('slow');
+      await driveTo(harness.clock, START + 300);
+      cluster.receiveAllocation(alloc!.ID);
+      await driveTo(harness.clock, START + 20_299 + SETTLE_MS);
       expect(harness.verdicts).toEqual([]);
-      await driveTo(harness.clock, START + 20_100);
+      await driveTo(harness.clock, START + 20_400 + SETTLE_MS);
       expect(harness.verdicts.map((v) => v.outcome)).toEqual([
-        { healthy: false, at: expect.any(Number), reasons: { main: 'Task not running by healthy_deadline of 20s' } },
+        { healthy: false, at: START + 20_300, reasons: { main: 'Task not running by healthy_deadline of 20s' } },
       ]);
+    } finally {
+      await harness.close();
+    }
+  });
+
+  test('an allocation no client ever received is not judged: Nomad never watches it', async () => {
+    const harness = await startHarness(START);
+    const { cluster } = harness.fake;
+    try {
+      cluster.registerJob(serviceJob('orphan', { TaskGroups: [{ ...(serviceJob('x').TaskGroups as object[])[0], Count: 1 }] }));
+      const [alloc] = cluster.placeAllocations('orphan');
+      await driveTo(harness.clock, START + 60_000);
+      expect(harness.verdicts).toEqual([]);
+      cluster.setDesiredStatus(alloc!.ID, 'stop');
+      await driveTo(harness.clock, START + 61_000);
+      await expect(harness.supervisor.verdict(alloc!.ID)).rejects.toMatchObject({ name: 'AllocationNotJudgedError', reason: expect.stringMatching(/before its client ever reported it/) });
     } finally {
       await harness.close();
     }

@@ -23,6 +23,12 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/**
+ * A verdict that only time reaches is emitted this long after its due time (the supervisor's settle
+ * window, src/intake/freshness.ts), plus one round of reads.
+ */
+export const SETTLE_MS = 1_000;
+
 /** Lets sockets and promises run between clock steps; virtual time stands still meanwhile. */
 export const flush = (): Promise<void> => settle(20);
 

@@ -1,0 +1,145 @@
+/**
+ * DeploymentWatch alone: Nomad's deployment decides how it ended (its status, and its task groups'
+ * counts for canaries awaiting promotion); Warden's verdicts give the reasons; the result waits
+ * until Warden has judged the deployment's allocations; fail-fast is the gate's own choice.
+ */
+import type { Deployment, DeploymentState } from '../../src/nomad/types.js';
+import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
+
+function group(fields: Partial<DeploymentState> = {}): DeploymentState {
+  return {
+    AutoRevert: false,
+    AutoPromote: false,
+    ProgressDeadline: 30e9,
+    RequireProgressBy: '2026-11-29T18:00:30Z',
+    Promoted: false,
+    PlacedCanaries: null,
+    DesiredCanaries: 0,
+    DesiredTotal: 2,
+    PlacedAllocs: 2,
+    HealthyAllocs: 0,
+    UnhealthyAllocs: 0,
+    ...fields,
+  };
+}
+
+function deployment(modifyIndex: number, status: Deployment['Status'], description: string, groups: Record<string, DeploymentState> = { app: group() }, fields: Partial<Deployment> = {}): Deployment {
+  return {
+    ID: 'd1',
+    Namespace: 'default',
+    JobID: 'web',
+    JobVersion: 0,
+    JobModifyIndex: 10,
+    JobCreateIndex: 5,
+    TaskGroups: groups,
+    Status: status,
+    StatusDescription: description,
+    CreateIndex: 11,
+    ModifyIndex: modifyIndex,
+    ...fields,
+  };
+}
+
+const failedTask = { healthy: false, at: 1_000, reasons: { main: 'Unhealthy because of failed task' } } as const;
+const healthy = (at: number) => ({ healthy: true, at, reasons: {} }) as const;
+
+describe('DeploymentWatch', () => {
+  test('Nomad\'s success ends it, once the allocations are judged; the healthy ones are listed', () => {
+    const watch = new DeploymentWatch('web', 'default', 0);
+    watch.onVerdict('a1', 'd1', 'web.app[0]', healthy(2_000));
+    watch.onDeployment(deployment(20, 'successful', 'Deployment completed successfully'));
+    expect(watch.ended).toBe(true);
+    // One allocation still being judged: not yet.
+    expect(watch.result(1)).toBeUndefined();
+    watch.onVerdict('a2', 'd1', 'web.app[1]', healthy(2_100));
+    expect(watch.result(0)).toEqual({ ok: true, jobId: 'web', version: 0, deploymentId: 'd1', healthy: ['a1', 'a2'] });
+  });
+
+  test('Nomad\'s failure gives the rule and Nomad\'s words, and the unhealthy allocations with their reasons in time order', () => {
+    const watch = new DeploymentWatch('web', 'default', 0);
+    watch.onDeployment(deployment(12, 'running', 'Deployment is running'));
+    watch.onVerdict('b', 'd1', 'web.app[1]', { ...failedTask, at: 3_000 });
+    watch.onVerdict('a', 'd1', 'web.app[0]', failedTask);
+    watch.onVerdict('c', 'd1', 'web.app[0]', healthy(5_000));
+    expect(watch.result(0)).toBeUndefined();
+    watch.onDeployment(deployment(30, 'failed', 'Failed due to progress deadline'));
+    expect(watch.result(0)).toEqual({
+      ok: false,
+      jobId: 'web',
+      version: 0,
+      deploymentId: 'd1',
+      rule: 'progress-deadline',
+      reason: 'Deployment failed: Failed due to progress deadline; 2 allocations unhealthy',
+      unhealthy: [
+        { allocId: 'a', name: 'web.app[0]', at: 1_000, reasons: failedTask.reasons },
+        { allocId: 'b', name: 'web.app[1]', at: 3_000, reasons: failedTask.reasons },
+      ],
+    });
+  });
+
+  test.each([
+    ['Failed due to unhealthy allocations', 'failed', 'unhealthy-allocations'],
+    ['Cancelled because job is stopped', 'cancelled', 'nomad'],
+    ['Deployment marked as failed', 'failed', 'nomad'],
+  ] as const)('"%s" (%s): rule %s', (description, status, rule) => {
+    const watch = new DeploymentWatch('web', 'default', 0);
+    watch.onDeployment(deployment(30, status, description));
+    expect(watch.result(0)).toMatchObject({ ok: false, rule, reason: `Deployment ${status}: ${description}`, unhealthy: [] });
+  });
+
+  test('canaries: done when Nomad counts them all healthy and no one has promoted them; not with auto_promote', () => {
+    const canaries = (healthyAllocs: number, fields: Partial<DeploymentState> = {}) => ({ app: group({ DesiredCanaries: 2, HealthyAllocs: healthyAllocs, ...fields }) });
+    const watch = new DeploymentWatch('web', 'default', 0);
+    watch.onDeployment(deployment(12, 'running', 'Deployment is running', canaries(1)));
+    expect(watch.ended).toBe(false);
+    watch.onDeployment(deployment(13, 'running', 'Deployment is running but requires manual promotion', canaries(2)));
+    expect(watch.result(0)).toMatchObject({ ok: true, awaitingPromotion: true });
+    const auto = new DeploymentWatch('web', 'default', 0);
+    auto.onDeployment(deployment(13, 'running', 'Deployment is running pending automatic promotion', canaries(2, { AutoPromote: true })));
+    expect(auto.ended).toBe(false);
+  });
+
+  test('other jobs, versions, namespaces and stale or older deployments are ignored', () => {
+    const watch = new DeploymentWatch('web', 'default', 0);
+    watch.onDeployment(deployment(20, 'running', 'Deployment is running'));
+    watch.onDeployment(deployment(30, 'successful', '', undefined, { JobID: 'api' }));
+    watch.onDeployment(deployment(30, 'successful', '', undefined, { JobVersion: 1 }));
+    watch.onDeployment(deployment(30, 'successful', '', undefined, { Namespace: 'prod' }));
+    watch.onDeployment(deployment(19, 'failed', 'Failed due to progress deadline'));
+    watch.onDeployment(deployment(40, 'failed', 'an older deployment of the version', undefined, { ID: 'd0', CreateIndex: 3 }));
+    expect(watch.ended).toBe(false);
+    // A newer deployment of the same version (registered again) takes over.
+    watch.onDeployment(deployment(50, 'successful', 'Deployment completed successfully', undefined, { ID: 'd2', CreateIndex: 45 }));
+    expect(watch.result(0)).toMatchObject({ ok: true, deploymentId: 'd2' });
+  });
+
+  test('fail-fast: the first unhealthy allocation of this deployment ends it at once, without waiting for the others', () => {
+    const watch = new DeploymentWatch('web', 'default', 0, { failFast: true });
+    watch.onVerdict('old', 'd0', 'web.app[0]', failedTask);
+    watch.onDeployment(deployment(12, 'running', 'Deployment is running'));
+    watch.onVerdict('stopped', 'd1', 'web.app[0]', { stopped: true, at: 900 });
+    expect(watch.ended).toBe(false);
+    watch.onVerdict('a', 'd1', 'web.app[0]', failedTask);
+    expect(watch.result(3)).toMatchObject({ ok: false, rule: 'fail-fast', reason: '1 allocation unhealthy', unhealthy: [{ allocId: 'a' }] });
+  });
+
+  test('fail-fast: a group the scheduler cannot place ends it, with the evaluation', () => {
+    const watch = new DeploymentWatch('web', 'default', 0, { failFast: true });
+    watch.onDeployment(deployment(12, 'running', 'Deployment is running'));
+    const evaluation = { ok: false as const, evalId: 'e1', message: 'Task Group "app" (failed to place 2 allocations)', failures: [{ group: 'app', unplaced: 2, message: '' }], blockedEvalId: 'e2' };
+    watch.onEvaluation(evaluation as never, 'd1');
+    expect(watch.result(2)).toMatchObject({ ok: false, rule: 'placement', reason: 'could not place task group "app"', evaluation });
+    const patient = new DeploymentWatch('web', 'default', 0);
+    patient.onDeployment(deployment(12, 'running', 'Deployment is running'));
+    patient.onEvaluation(evaluation as never, 'd1');
+    expect(patient.ended).toBe(false);
+  });
+
+  test('allocations Warden did not judge are listed with why, for the deployment they belong to', () => {
+    const watch = new DeploymentWatch('web', 'default', 0);
+    watch.onUnjudged('m1', 'd1', 'web.app[0]', 'group app sets health manually');
+    watch.onUnjudged('other', 'd0', 'web.app[0]', 'group app sets health manually');
+    watch.onDeployment(deployment(30, 'failed', 'Failed due to progress deadline'));
+    expect(watch.result(0)).toMatchObject({ unjudged: [{ allocId: 'm1', name: 'web.app[0]', reason: 'group app sets health manually' }] });
+  });
+});
