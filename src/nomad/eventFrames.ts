@@ -6,7 +6,7 @@
  * names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch says which.
  */
 import { NomadDecodeError } from './errors.js';
-import { parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
+import { decoding, parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
 import type { AllocationEvent, DeploymentEvent, EvaluationEvent, EventFrame, JobEvent, NomadEvent } from './types.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -113,6 +113,12 @@ function frameTimes(frame: object, patch: TimestampPatch): boolean {
  * reported with the reason, so that one bad event does not hold back its neighbours.
  */
 export function decodeFrame(line: string): DecodedFrame | null {
+  // Whatever goes wrong on the way (the excerpt of an element nested thousands deep overflows the
+  // stack, say) is a line that does not decode: skipped when it names its batch.
+  return decoding(line, () => decodeLine(line));
+}
+
+function decodeLine(line: string): DecodedFrame | null {
   const value = parseNomadJsonAt(line, frameTimes);
   if (!isRecord(value)) throw new NomadDecodeError('event stream line is not a JSON object', line);
   const { Index, Events } = value;

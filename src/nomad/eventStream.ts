@@ -8,6 +8,9 @@
  *   reconnecting would only make Nomad send it again. An unusable event inside a batch is skipped
  *   alone. A line that names no batch fails the connection; attempts then back off further and
  *   further, since failures count until the stream gets past the point where it last failed.
+ * - Recovery of what was skipped: after a batch (or events of one) is skipped, the watched
+ *   allocations are listed, as after a reconnect, so an allocation update only that batch carried
+ *   is not lost.
  * - Resume: after any error or close, wait (exponential back-off with jitter, on the injected
  *   clock) and reconnect from the last index seen. Nomad answers with "the closest batch" (a
  *   batch at or below the index asked for, or its whole buffer when the index is too old), so
@@ -120,6 +123,8 @@ class StreamSession {
   /** Frames below the index the caller asked to start from are not theirs (closest-batch replay). */
   private readonly startIndex: number;
   private needsResync: boolean;
+  /** A skip was reported on this connection: list the watched allocations before reading on. */
+  private relistDue = false;
   private readonly freshness = new AllocationFreshness();
   /** Events other than allocation updates delivered at lastIndex (one index can span frames). */
   private readonly deliveredAtLast = new Set<string>();
@@ -216,6 +221,17 @@ class StreamSession {
           this.emptyCloses = 0;
         }
         for (const line of decoder.push(chunk)) this.handleLine(line, deliver);
+        if (this.relistDue) {
+          // What a skipped batch carried is recovered by a listing, on this connection; the body
+          // waits unread meanwhile. A failure here fails the connection, whose reconnect lists anyway.
+          disarmIdle();
+          this.relistDue = false;
+          this.setStatus('resyncing');
+          const batch = await this.resync(connection.signal);
+          if (batch !== undefined) deliver(batch);
+          this.setStatus('streaming');
+          armIdle();
+        }
       }
       if (!received) throw emptyClose(++this.emptyCloses);
       throw endOfStream(decoder.end());
@@ -282,7 +298,9 @@ class StreamSession {
     const first = this.firstReport(skipped);
     if (first) this.skippedBatches++;
     this.advanceTo(skipped.index);
-    if (first) deliver({ index: skipped.index, events: [], resync: false, skipped: [skipped] });
+    if (!first) return;
+    this.relistAfterSkip();
+    deliver({ index: skipped.index, events: [], resync: false, skipped: [skipped] });
   }
 
   private deliverFrame(frame: DecodedFrame, deliver: (batch: EventBatch) => void): void {
@@ -298,8 +316,16 @@ class StreamSession {
     );
     const skipped = frame.skipped === 0 ? frame.problems : frame.problems.filter((problem) => this.firstReport(problem));
     this.skippedEvents += skipped.length;
-    if (skipped.length > 0) deliver({ index: frame.Index, events, resync: false, skipped });
+    if (skipped.length > 0) {
+      this.relistAfterSkip();
+      deliver({ index: frame.Index, events, resync: false, skipped });
+    }
     else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+  }
+
+  /** Something was skipped: an allocation update it carried is recovered by listing (see pump). */
+  private relistAfterSkip(): void {
+    if (this.scope.kind !== 'none') this.relistDue = true;
   }
 
   /** True the first time this event is seen at the last index. */

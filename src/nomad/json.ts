@@ -26,6 +26,7 @@
  * go to the embedder and back to Nomad (stringifyNomadJson). So every one stays exact: patching
  * only those Warden reads would save under a tenth of the stream's time and change what it hands on.
  */
+import { errorMessage } from '../errorMessage.js';
 import { NomadDecodeError } from './errors.js';
 
 const NANO_TIME_KEYS: ReadonlySet<string> = new Set([
@@ -189,13 +190,32 @@ function patchAt(text: string, value: object, locate: TimestampLocator): boolean
 }
 
 /**
+ * Runs `decode` on `text`, turning whatever it throws into a NomadDecodeError. Decoding is
+ * recursive (the timestamp walks, JSON.stringify of an excerpt): a document nested some thousands
+ * deep overflows the stack with a RangeError, and a body Warden cannot decode, for any reason, must
+ * read as one, never as a broken connection or a bug.
+ */
+export function decoding<T>(text: string, decode: () => T): T {
+  try {
+    return decode();
+  } catch (error) {
+    if (error instanceof NomadDecodeError) throw error;
+    const kind = error instanceof Error ? `${error.name}: ` : '';
+    throw new NomadDecodeError(`undecodable JSON: ${kind}${errorMessage(error)}`, text);
+  }
+}
+
+/**
  * Parses a Nomad JSON body. Nanosecond timestamps beyond 2^53 come back as exact bigints.
- * Throws NomadDecodeError (with a short excerpt, never the whole body) on malformed JSON.
+ * Throws NomadDecodeError (with a short excerpt, never the whole body) on malformed JSON, and on
+ * anything else that stops the decoding (a document nested too deep).
  */
 export function parseNomadJson(text: string): unknown {
-  const value = parseJson(text);
-  if (value === null || typeof value !== 'object' || patchAt(text, value, everyField)) return value;
-  return parseQuoted(text);
+  return decoding(text, () => {
+    const value = parseJson(text);
+    if (value === null || typeof value !== 'object' || patchAt(text, value, everyField)) return value;
+    return parseQuoted(text);
+  });
 }
 
 /**
@@ -204,9 +224,11 @@ export function parseNomadJson(text: string): unknown {
  * elsewhere, or in another order, it is parsed again by parseNomadJson.
  */
 export function parseNomadJsonAt(text: string, locate: TimestampLocator): unknown {
-  const value = parseJson(text);
-  if (value === null || typeof value !== 'object' || patchAt(text, value, locate)) return value;
-  return parseNomadJson(text);
+  return decoding(text, () => {
+    const value = parseJson(text);
+    if (value === null || typeof value !== 'object' || patchAt(text, value, locate)) return value;
+    return parseNomadJson(text);
+  });
 }
 
 /** Private-use marker that cannot occur in JSON.stringify output except where we put it. */

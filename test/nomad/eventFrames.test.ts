@@ -48,6 +48,22 @@ describe('decodeFrame', () => {
     }
   });
 
+  it('rejects a batch that overflows the stack while decoding with a NomadDecodeError that still names its batch', () => {
+    const line = `{"Events":[${'['.repeat(20_000)}${']'.repeat(20_000)}],"Index":77}`;
+    let error: unknown;
+    try {
+      decodeFrame(line);
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(NomadDecodeError);
+    expect(undecodableBatch(line, error as NomadDecodeError)).toEqual({
+      index: 77,
+      reason: 'undecodable JSON: RangeError: Maximum call stack size exceeded',
+      excerpt: line.slice(0, 120),
+    });
+  });
+
   it('skips and counts elements of Events that are not events, keeping their neighbours', () => {
     const good = '{"Topic":"Job","Type":"JobRegistered","Key":"web","Namespace":"default","FilterKeys":null,"Index":5,"Payload":{"Job":{"ID":"web"}}}';
     const frame = decodeFrame(`{"Index":5,"Events":[{"Topic":1},${good},null,"x",{"Topic":"Job","Index":5}]}`);

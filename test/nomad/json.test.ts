@@ -74,6 +74,13 @@ describe('parseNomadJson', () => {
       expect((error as NomadDecodeError).excerpt.length).toBeLessThanOrEqual(200);
     }
   });
+
+  it('throws a NomadDecodeError, not a RangeError, for a document nested too deep to walk', () => {
+    // JSON.parse takes it; the walk that makes the timestamp exact recurses and overflows the stack.
+    const text = `{"ModifyTime":1795971902180095019,"Deep":${'{"a":'.repeat(20_000)}{"Time":1795971902180095019}${'}'.repeat(20_000)}}`;
+    expect(() => JSON.parse(text)).not.toThrow();
+    expect(() => parseNomadJson(text)).toThrow(new NomadDecodeError('undecodable JSON: RangeError: Maximum call stack size exceeded', text));
+  });
 });
 
 describe('stringifyNomadJson', () => {

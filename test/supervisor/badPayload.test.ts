@@ -21,29 +21,40 @@ async function follow(name: string, rewriteLine: LineRewrite) {
   const ignore = (): void => undefined;
   const logger: Logger = { debug: ignore, info: ignore, error: ignore, warn: (message, fields) => warnings.push({ message, fields }) };
   let streamRequests = 0;
+  let listings = 0;
   const harness = await startHarness(scenario.opened, { logger }, (fake) =>
-    fake.server.on('request', (req: { url?: string }) => void (req.url?.startsWith('/v1/event/stream') && streamRequests++)),
+    fake.server.on('request', (req: { url?: string }) => {
+      if (req.url?.startsWith('/v1/event/stream')) streamRequests++;
+      if (req.url?.startsWith('/v1/allocations')) listings++;
+    }),
   );
   harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario), rewriteLine });
   await driveTo(harness.clock, scenario.closed + 1_000);
-  return { harness, warnings, streamRequests: () => streamRequests };
+  return { harness, warnings, streamRequests: () => streamRequests, listings: () => listings };
 }
 
 /** A rolling update's batch of three allocations turning running, which the next batch repeats. */
 const ROLLING_BAD_INDEX = 143;
 
 describe('the supervisor over a stream with a corrupt batch', () => {
-  it('reports one bad-payload problem with the index, logs it, stays connected and reaches every verdict', async () => {
-    const { harness, warnings, streamRequests } = await follow('rolling_update', (line, index) =>
-      index === ROLLING_BAD_INDEX ? `${line.slice(0, 500)}\u0007<<garbage>>${line.slice(500)}` : line,
-    );
+  it.each([
+    ['garbled', (line: string) => `${line.slice(0, 500)}\u0007<<garbage>>${line.slice(500)}`, /^event stream batch 143 could not be decoded and was skipped: malformed JSON.*garbage/],
+    [
+      'nested 5,000 deep',
+      () => `{"Events":[{"Topic":"Allocation","Payload":${'['.repeat(5_000)}${']'.repeat(5_000)}}],"Index":${ROLLING_BAD_INDEX}}`,
+      /^event stream batch 143 could not be decoded and was skipped: undecodable JSON: RangeError: Maximum call stack size exceeded/,
+    ],
+  ])('%s: reports one bad-payload problem with the index, logs it, stays connected, lists the allocations and reaches every verdict', async (_what, rewrite, why) => {
+    const { harness, warnings, streamRequests, listings } = await follow('rolling_update', (line, index) => (index === ROLLING_BAD_INDEX ? rewrite(line) : line));
     try {
       const bad = harness.problems.filter((p) => p.kind === 'bad-payload');
-      expect(bad).toEqual([{ kind: 'bad-payload', index: ROLLING_BAD_INDEX, message: expect.stringMatching(/^event stream batch 143 could not be decoded and was skipped: malformed JSON.*garbage/) }]);
+      expect(bad).toEqual([{ kind: 'bad-payload', index: ROLLING_BAD_INDEX, message: expect.stringMatching(why) }]);
       expect(harness.problems.filter((p) => p.kind !== 'bad-payload' && p.kind !== 'job-unavailable')).toEqual([]);
       expect(warnings.filter((w) => w.fields?.kind === 'bad-payload')).toEqual([{ message: bad[0]!.message, fields: { kind: 'bad-payload', index: ROLLING_BAD_INDEX } }]);
       expect(warnings.filter((w) => /connection lost/.test(w.message))).toEqual([]);
       expect(streamRequests()).toBe(1);
+      // The listing at the start, and the one that recovers what the skipped batch carried.
+      expect(listings()).toBe(2);
       // It kept judging: every allocation of the rolling update, with the outcome it gets without the fault.
       const direct = replayScenario('rolling_update').allocations;
       expect(harness.verdicts).toHaveLength(6);
