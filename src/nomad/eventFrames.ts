@@ -2,8 +2,10 @@
  * Decoding of one event-stream line into a frame, and type guards for the events Warden reads.
  * Unknown topics and event types pass through untouched; an element of Events that is no event,
  * or an event of a topic Warden reads whose Payload lacks that topic's object, is skipped with the
- * reason. A line that is not a frame at all (not JSON, no Index/Events) is an error; when it still
- * names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch says which.
+ * reason: counted, the first few kept as examples (a batch of 200,000 unusable events is one
+ * report, not 200,000). A line that is not a frame at all (not JSON, no Index/Events) is an error;
+ * when it still names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch
+ * says which.
  */
 import { NomadDecodeError } from './errors.js';
 import { decoding, parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
@@ -48,14 +50,23 @@ export interface SkippedEvent {
   excerpt: string;
 }
 
-/** A decoded frame; `skipped` counts elements of its Events list that were not usable events. */
-export interface DecodedFrame extends EventFrame {
-  skipped: number;
-  /** One report per skipped element (empty when none was). */
-  problems: readonly SkippedEvent[];
+/** Examples kept of what one batch lost: enough to see what went wrong, bounded whatever the batch holds. */
+export const SKIPPED_EXAMPLES = 3;
+
+/** What one batch lost: how much, and the first few as examples. */
+export interface BatchSkips {
+  /** Raft index of the batch. */
+  index: number;
+  /** Elements of its Events list skipped; 1 for a whole line that did not decode (its example has no position). */
+  count: number;
+  /** The first skipped, in order: at most SKIPPED_EXAMPLES. */
+  examples: readonly SkippedEvent[];
 }
 
-const NO_PROBLEMS: readonly SkippedEvent[] = Object.freeze([]);
+/** A decoded frame; `skipped` says which elements of its Events list were not usable events, if any were. */
+export interface DecodedFrame extends EventFrame {
+  skipped?: BatchSkips;
+}
 
 /** The element's Topic, Type and Key, then the start of its Payload: which event it was, and why. */
 function elementExcerpt(element: unknown): string {
@@ -128,14 +139,20 @@ function decodeLine(line: string): DecodedFrame | null {
   }
   if (!Array.isArray(Events)) throw new NomadDecodeError('event stream frame without an Events list', line);
   const events: NomadEvent[] = [];
-  let problems: SkippedEvent[] | undefined;
+  let skipped: { index: number; count: number; examples: SkippedEvent[] } | undefined;
   for (let position = 0; position < Events.length; position++) {
     const element: unknown = Events[position];
     const reason = eventProblem(element);
-    if (reason === undefined) events.push(element as NomadEvent);
-    else (problems ??= []).push({ index: Index, position, reason, excerpt: elementExcerpt(element) });
+    if (reason === undefined) {
+      events.push(element as NomadEvent);
+      continue;
+    }
+    skipped ??= { index: Index, count: 0, examples: [] };
+    skipped.count++;
+    // Only the examples get an excerpt: the rest are counted, never held.
+    if (skipped.examples.length < SKIPPED_EXAMPLES) skipped.examples.push({ index: Index, position, reason, excerpt: elementExcerpt(element) });
   }
-  return { Index, Events: events, skipped: problems?.length ?? 0, problems: problems ?? NO_PROBLEMS };
+  return skipped === undefined ? { Index, Events: events } : { Index, Events: events, skipped };
 }
 
 /** Nomad's compact batch line: `{"Events":` … `,"Index":N}`, N without sign or leading zero. */
@@ -148,12 +165,12 @@ const JSON_ERROR_POSITION = /at position (\d+)/;
  * it begins and ends as Nomad writes a batch and its trailing Index is a safe integer. undefined
  * when it does not (raw error text, a line cut short): then nothing tells which batch to skip.
  */
-export function undecodableBatch(line: string, error: NomadDecodeError): SkippedEvent | undefined {
+export function undecodableBatch(line: string, error: NomadDecodeError): BatchSkips | undefined {
   if (!line.startsWith(BATCH_HEAD)) return undefined;
   const digits = BATCH_TAIL.exec(line.slice(-32))?.[1];
   const index = digits === undefined ? NaN : Number(digits);
   if (!Number.isSafeInteger(index)) return undefined;
-  return { index, reason: error.message, excerpt: lineExcerpt(line, error) };
+  return { index, count: 1, examples: [{ index, reason: error.message, excerpt: lineExcerpt(line, error) }] };
 }
 
 /** The text around the position a JSON error names, else the start of the line. */

@@ -35,7 +35,7 @@ import { schedulerFor, systemClock } from '../clock/index.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import type { NomadClient } from './client.js';
 import { NomadDecodeError, NomadHttpError, NomadStreamError, isRetryable } from './errors.js';
-import { decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type DecodedFrame, type SkippedEvent } from './eventFrames.js';
+import { decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type BatchSkips, type DecodedFrame } from './eventFrames.js';
 import { AllocationFreshness } from './freshness.js';
 import { NdjsonDecoder } from './ndjson.js';
 import { listWatchedAllocations, resyncScope, type ResyncScope } from './resync.js';
@@ -78,7 +78,7 @@ export interface EventBatch {
   /** true for the synthetic allocation updates of a reconnect's listing. */
   resync: boolean;
   /** What Nomad sent at this index that could not be used and was skipped (first time seen only). */
-  skipped?: readonly SkippedEvent[];
+  skipped?: BatchSkips;
 }
 
 export interface EventStreamOptions {
@@ -128,7 +128,7 @@ class StreamSession {
   private readonly freshness = new AllocationFreshness();
   /** Events other than allocation updates delivered at lastIndex (one index can span frames). */
   private readonly deliveredAtLast = new Set<string>();
-  /** The latest skips reported (`index/position`), oldest first. */
+  /** The latest skips reported (`index/position/count`), oldest first. */
   private readonly reportedSkips = new Set<string>();
   /** The connection has shown it is healthy (see StreamState.failures). */
   private healthy = false;
@@ -284,9 +284,10 @@ class StreamSession {
   }
 
   /** True the first time a skip is seen at or above the start index (Nomad may send a batch again). */
-  private firstReport(skipped: SkippedEvent): boolean {
+  private firstReport(skipped: BatchSkips): boolean {
     if (skipped.index < this.startIndex) return false;
-    const key = `${skipped.index}/${skipped.position ?? 'batch'}`;
+    // One index can span two frames (a Job, then its Evaluation): the first position and the count tell them apart.
+    const key = `${skipped.index}/${skipped.examples[0]?.position ?? 'batch'}/${skipped.count}`;
     if (this.reportedSkips.has(key)) return false;
     this.reportedSkips.add(key);
     if (this.reportedSkips.size > REMEMBERED_SKIPS) this.reportedSkips.delete(this.reportedSkips.values().next().value as string);
@@ -294,13 +295,13 @@ class StreamSession {
   }
 
   /** An undecodable batch: reported once and counted as delivered, so resume and dedup pass it. */
-  private skipBatch(skipped: SkippedEvent, deliver: (batch: EventBatch) => void): void {
+  private skipBatch(skipped: BatchSkips, deliver: (batch: EventBatch) => void): void {
     const first = this.firstReport(skipped);
     if (first) this.skippedBatches++;
     this.advanceTo(skipped.index);
     if (!first) return;
     this.relistAfterSkip();
-    deliver({ index: skipped.index, events: [], resync: false, skipped: [skipped] });
+    deliver({ index: skipped.index, events: [], resync: false, skipped });
   }
 
   private deliverFrame(frame: DecodedFrame, deliver: (batch: EventBatch) => void): void {
@@ -314,13 +315,12 @@ class StreamSession {
     const events = frame.Events.filter((event) =>
       isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : current && this.firstAtLast(event),
     );
-    const skipped = frame.skipped === 0 ? frame.problems : frame.problems.filter((problem) => this.firstReport(problem));
-    this.skippedEvents += skipped.length;
-    if (skipped.length > 0) {
+    const skipped = frame.skipped !== undefined && this.firstReport(frame.skipped) ? frame.skipped : undefined;
+    if (skipped !== undefined) {
+      this.skippedEvents += skipped.count;
       this.relistAfterSkip();
       deliver({ index: frame.Index, events, resync: false, skipped });
-    }
-    else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+    } else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
   }
 
   /** Something was skipped: an allocation update it carried is recovered by listing (see pump). */

@@ -17,8 +17,10 @@ export { type QueryOptions, type RegisterJobOptions, type ParseJobOptions, type 
 export { type IndexedQuery, type WatchQueryOptions, nextQueryIndex, watchQuery } from './blockingQuery.js';
 export { type BackoffOptions, backoffDelay } from './backoff.js';
 export {
+  type BatchSkips,
   type DecodedFrame,
   type SkippedEvent,
+  SKIPPED_EXAMPLES,
   decodeFrame,
   undecodableBatch,
   isAllocationEvent,

@@ -1,7 +1,7 @@
 import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, type Observable } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import type { NomadClient } from '../nomad/client.js';
-import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type SkippedEvent } from '../nomad/eventFrames.js';
+import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type BatchSkips, type SkippedEvent } from '../nomad/eventFrames.js';
 import { NomadHttpError } from '../nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
 import type { NomadEvent } from '../nomad/types.js';
@@ -33,17 +33,33 @@ function toInput(event: NomadEvent, index: number): SupervisorInput | undefined 
   return undefined;
 }
 
-/** What the stream skipped, in the supervisor's words: the batch or the event, why, and where. */
-function skippedInput(skipped: SkippedEvent): SupervisorInput {
-  const what = skipped.position === undefined ? `event stream batch ${skipped.index}` : `event ${skipped.position} of event stream batch ${skipped.index}`;
-  const message = `${what} could not be decoded and was skipped: ${skipped.reason} (near ${JSON.stringify(skipped.excerpt)})`;
+/** Why one skipped thing was skipped, and the text around it. */
+function because(skipped: SkippedEvent): string {
+  return `${skipped.reason} (near ${JSON.stringify(skipped.excerpt)})`;
+}
+
+/**
+ * What the stream skipped of one batch, in the supervisor's words: one problem per batch, however
+ * many events it lost (the batch or the event, why, and where; past one, the count and examples).
+ */
+function skippedInput(skipped: BatchSkips): SupervisorInput {
+  const [first] = skipped.examples;
+  const batch = `event stream batch ${skipped.index}`;
+  let message: string;
+  if (first === undefined || skipped.count > 1) {
+    const examples = skipped.examples.map((example) => `event ${example.position}: ${because(example)}`).join('; ');
+    message = `${batch}: ${skipped.count} events could not be decoded and were skipped, for example ${examples}`;
+  } else {
+    const what = first.position === undefined ? batch : `event ${first.position} of ${batch}`;
+    message = `${what} could not be decoded and was skipped: ${because(first)}`;
+  }
   return { kind: 'problem', problem: 'bad-payload', message, index: skipped.index };
 }
 
 function batchInputs(batch: EventBatch): SupervisorInput[] {
   const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
   const inputs = events.map((event) => toInput(event, batch.index)).filter((input): input is SupervisorInput => input !== undefined);
-  return batch.skipped === undefined ? inputs : [...batch.skipped.map(skippedInput), ...inputs];
+  return batch.skipped === undefined ? inputs : [skippedInput(batch.skipped), ...inputs];
 }
 
 /** All streams streaming → streaming; otherwise the state of the first that is not. */

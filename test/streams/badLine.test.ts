@@ -81,7 +81,7 @@ function carryingAFinal(recorded: Scenario): number {
   return carrying[carrying.length >> 1]!;
 }
 
-const skips = (batches: readonly EventBatch[]) => batches.flatMap((b) => b.skipped ?? []);
+const skips = (batches: readonly EventBatch[]) => batches.flatMap((b) => (b.skipped === undefined ? [] : [b.skipped]));
 
 /** The state as it stood before the test unsubscribed. */
 const lastLive = (states: readonly StreamState[]): StreamState | undefined => states.filter((s) => s.status !== 'stopped').at(-1);
@@ -97,7 +97,7 @@ describe('a batch line that does not decode but names its index', () => {
     const bad = carryingAFinal(recorded);
     const run = await replayThroughStream(recorded, undefined, {}, {}, { replay: { rewriteLine: (line, index) => (index === bad ? rewrite(line, index) : line) } });
 
-    expect(skips(run.batches)).toEqual([{ index: bad, ...report }]);
+    expect(skips(run.batches)).toEqual([{ index: bad, count: 1, examples: [{ index: bad, ...report }] }]);
     const skippedAt = run.batches.findIndex((b) => b.skipped !== undefined);
     expect(run.batches[skippedAt]).toMatchObject({ index: bad, events: [], resync: false });
     // One connection throughout: connected once, never backing off.
@@ -172,7 +172,11 @@ describe('an unusable event inside a good batch', () => {
     });
 
     expect(skips(run.batches)).toEqual([
-      { index: bad.Index, position, reason: 'Allocation event whose Payload has no Allocation with an ID', excerpt: expect.stringContaining('"Allocation":"gone"') },
+      {
+        index: bad.Index,
+        count: 1,
+        examples: [{ index: bad.Index, position, reason: 'Allocation event whose Payload has no Allocation with an ID', excerpt: expect.stringContaining('"Allocation":"gone"') }],
+      },
     ]);
     const delivered = run.batches.find((b) => b.index === bad.Index)!;
     expect(delivered.events).toHaveLength(bad.Events.length - 1);

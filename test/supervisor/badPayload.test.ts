@@ -65,6 +65,22 @@ describe('the supervisor over a stream with a corrupt batch', () => {
     }
   });
 
+  it('reports 200,000 unusable events of one batch as one problem, with the count and three examples, and judges the rest of that batch', async () => {
+    const junk = Array.from({ length: 200_000 }, (_, i) => `{"Topic":"Allocation","Type":"AllocationUpdated","Key":"junk-${i}","Index":42,"Payload":{}}`).join(',');
+    const { harness, warnings } = await follow('failed_task', (line, index) => (index === 42 ? line.replace('{"Events":[', `{"Events":[${junk},`) : line));
+    try {
+      const bad = harness.problems.filter((p) => p.kind === 'bad-payload');
+      const example = (i: number) => `event ${i}: Allocation event whose Payload has no Allocation with an ID \\(near "Allocation AllocationUpdated junk-${i}: \\{\\}"\\)`;
+      expect(bad).toEqual([
+        { kind: 'bad-payload', index: 42, message: expect.stringMatching(new RegExp(`^event stream batch 42: 200000 events could not be decoded and were skipped, for example ${[0, 1, 2].map(example).join('; ')}$`)) },
+      ]);
+      expect(warnings.filter((w) => w.fields?.kind === 'bad-payload')).toHaveLength(1);
+      expect(harness.verdicts.map((v) => v.outcome)).toEqual([expect.objectContaining({ healthy: false, reasons: { main: 'Unhealthy because of failed task' } })]);
+    } finally {
+      await harness.close();
+    }
+  });
+
   it('reports an event without its allocation with the batch index, and judges the rest of that batch', async () => {
     // failed_task's placement batch: the one allocation is kept, its Job event loses its job.
     const { harness } = await follow('failed_task', (line, index) => {
