@@ -4,6 +4,7 @@
  * header and never appears here.
  */
 import { errorMessage } from '../errorMessage.js';
+import type { RetryAfterHint } from '../nomad/backoff.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from '../nomad/errors.js';
 
 export abstract class ConsulError extends Error {
@@ -17,7 +18,7 @@ export class ConsulConfigError extends ConsulError {
 }
 
 /** Consul answered with a status other than 200; `body` is its plain-text message (e.g. `ACL not found`). */
-export class ConsulHttpError extends ConsulError {
+export class ConsulHttpError extends ConsulError implements RetryAfterHint {
   readonly code = 'CONSUL_HTTP_ERROR';
   override name = 'ConsulHttpError';
 
@@ -26,6 +27,8 @@ export class ConsulHttpError extends ConsulError {
     readonly method: string,
     readonly path: string,
     readonly body: string,
+    /** The answer's Retry-After in ms, when it had one. */
+    readonly retryAfterMs: number | undefined = undefined,
   ) {
     super(`Consul ${method} ${path}: ${status}${body.trim() === '' ? '' : ` (${body.trim()})`}`);
   }
@@ -50,7 +53,7 @@ export class ConsulUnavailableError extends ConsulError {
  * else (a bug, an abort) is passed through unchanged.
  */
 export function consulErrorFrom(error: unknown, method: string, path: string): unknown {
-  if (error instanceof NomadHttpError) return new ConsulHttpError(error.status, method, path, error.body);
+  if (error instanceof NomadHttpError) return new ConsulHttpError(error.status, method, path, error.body, error.retryAfterMs);
   if (error instanceof NomadTimeoutError) {
     return new ConsulUnavailableError('timeout', `Consul ${method} ${path}: no answer within ${error.timeoutMs} ms`, { cause: error });
   }

@@ -1,4 +1,5 @@
 import { errorMessage } from '../errorMessage.js';
+import type { RetryAfterHint } from './backoff.js';
 /**
  * Errors of the Nomad transport, undici style: one base class with a stable `code`, one subclass
  * per kind of failure. None of them ever carries the ACL token: requests are described by method
@@ -23,21 +24,25 @@ export abstract class NomadError extends Error {
  * Nomad answered with a status other than 200. `body` is Nomad's plain-text message (for example
  * `job not found`, `Permission denied`, `Enforcing job modify index 3: …`).
  */
-export class NomadHttpError extends NomadError {
+export class NomadHttpError extends NomadError implements RetryAfterHint {
   readonly code = 'NOMAD_HTTP_ERROR';
   /** Nomad's message (bounded in length). */
   readonly body: string;
+  /** The answer's Retry-After in ms (a 429 or 503 from a rate limit or a proxy), when it had one. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     readonly status: number,
     readonly method: string,
     readonly path: string,
     body: string,
+    options: { retryAfterMs?: number | undefined } = {},
   ) {
     const trimmed = excerpt(body.trim());
     super(`Nomad ${method} ${path}: ${status}${trimmed === '' ? '' : ` (${trimmed})`}`);
     this.name = 'NomadHttpError';
     this.body = excerpt(body);
+    this.retryAfterMs = options.retryAfterMs;
   }
 
   /**

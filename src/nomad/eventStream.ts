@@ -12,7 +12,8 @@
  *   allocations are listed, as after a reconnect, so an allocation update only that batch carried
  *   is not lost.
  * - Resume: after any error or close, wait (exponential back-off with jitter, on the injected
- *   clock) and reconnect from the last index seen. Nomad answers with "the closest batch" (a
+ *   clock; at least as long as a 429/503's Retry-After asks, up to the back-off's maximum) and
+ *   reconnect from the last index seen. Nomad answers with "the closest batch" (a
  *   batch at or below the index asked for, or its whole buffer when the index is too old), so
  *   every batch below the last index is dropped, and at the last index every event already
  *   delivered (Nomad 1.1.2 sends a registration as two frames with the same index: Job, then
@@ -32,7 +33,7 @@
 import { BehaviorSubject, Observable, defer, distinctUntilChanged, finalize, retry, share, throwError, timer } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import { schedulerFor, systemClock } from '../clock/index.js';
-import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { retryDelay, type BackoffOptions } from './backoff.js';
 import type { NomadClient } from './client.js';
 import { NomadDecodeError, NomadHttpError, NomadStreamError, isRetryable } from './errors.js';
 import { decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type BatchSkips, type DecodedFrame } from './eventFrames.js';
@@ -172,7 +173,8 @@ class StreamSession {
     }
     this.failures++;
     this.needsResync = true;
-    const delay = backoffDelay(this.failures, backoff);
+    // A 429/503 that says when to come back (Retry-After) is honoured, up to the back-off's maximum.
+    const delay = retryDelay(this.failures, error, backoff);
     this.setStatus('backingOff', { retryAt: this.clock.now() + delay, error: wrapped });
     return timer(delay, schedulerFor(this.clock));
   }

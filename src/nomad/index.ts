@@ -15,7 +15,7 @@ export { parseNomadJson, stringifyNomadJson } from './json.js';
 export { type NomadResponse, type NomadStreamResponse, type NomadTransportOptions, type RequestOptions, NomadTransport } from './transport.js';
 export { type QueryOptions, type RegisterJobOptions, type ParseJobOptions, type JobVersions, NomadClient } from './client.js';
 export { type IndexedQuery, type WatchQueryOptions, nextQueryIndex, watchQuery } from './blockingQuery.js';
-export { type BackoffOptions, backoffDelay } from './backoff.js';
+export { type BackoffOptions, type RetryAfterHint, backoffDelay, parseRetryAfter, retryDelay } from './backoff.js';
 export {
   type BatchSkips,
   type DecodedFrame,

@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
 import type { Clock } from '../clock/index.js';
 import { systemClock } from '../clock/index.js';
+import { parseRetryAfter } from './backoff.js';
 import type { NomadConfig } from './config.js';
 import { nomadAuthHeaders, nomadEndpoint } from './connection.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from './errors.js';
@@ -171,7 +172,7 @@ export class NomadTransport {
     const deadline = new Deadline(this.clock, options.timeoutMs ?? this.timeoutMs, options.signal);
     try {
       const response = await this.send(method, target, deadline, this.gzip, options.body);
-      if (response.statusCode !== 200) throw new NomadHttpError(response.statusCode, method, target, await readErrorText(response));
+      if (response.statusCode !== 200) throw await this.httpError(response, method, target);
       return { body: parseNomadJson(await readText(response)) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix) };
     } catch (error) {
       throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
@@ -191,9 +192,7 @@ export class NomadTransport {
     const deadline = new Deadline(this.clock, timeoutMs, options.signal);
     try {
       const response = await this.send('GET', target, deadline, options.gzip ?? false, undefined);
-      if (response.statusCode !== 200) {
-        throw new NomadHttpError(response.statusCode, 'GET', target, await readErrorText(response));
-      }
+      if (response.statusCode !== 200) throw await this.httpError(response, 'GET', target);
       // The caller's signal must still reach the body (it is how a stream is stopped); only the
       // wait for headers was time-limited.
       deadline.clearTimer();
@@ -226,6 +225,12 @@ export class NomadTransport {
       body: body === undefined ? null : stringifyNomadJson(body),
       signal: deadline.controller.signal,
     });
+  }
+
+  /** The error for an answer other than 200: its status, its text, and its Retry-After on our clock. */
+  private async httpError(response: Dispatcher.ResponseData, method: string, target: string): Promise<NomadHttpError> {
+    const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), this.clock.now());
+    return new NomadHttpError(response.statusCode, method, target, await readErrorText(response), { retryAfterMs });
   }
 
   private describe(error: unknown, method: string, target: string, deadline: Deadline, timeoutMs: number): unknown {

@@ -196,7 +196,10 @@ export class FakeNomad {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const method = req.method ?? 'GET';
     const failure = this.faults.takeFailure(url.pathname);
-    if (failure) throw new NomadApiError(failure.status, failure.body);
+    if (failure) {
+      for (const [name, value] of Object.entries(failure.headers)) res.setHeader(name, value);
+      throw new NomadApiError(failure.status, failure.body);
+    }
     const v2 = this.options.version === '2.0';
     // Nomad 2.x checks the token after taking over the stream's connection: see below.
     if (!(v2 && url.pathname === '/v1/event/stream')) this.checkToken(req, url.pathname);
