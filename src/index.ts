@@ -11,6 +11,7 @@ export * from './exec/index.js';
 export * from './supervisor/index.js';
 export { RunnerAllocationTracker, type AllocationCallbacks, type RunnerAllocationTrackerOptions } from './runners/allocationCallbacks.js';
 export * from './inspect/index.js';
+export { REDACTED, registerSecret, scrubSecrets, withoutCredentials } from './secrets.js';
 export { allocationHealthMachine } from '../machines/allocationHealth.js';
 export { evaluationMachine } from '../machines/evaluation.js';
 export { execSessionMachine } from '../machines/execSession.js';

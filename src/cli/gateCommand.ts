@@ -9,6 +9,7 @@ import { deploymentRecord, describeDeployment, paint } from '../supervisor/descr
 import { nonNegativeInteger } from './argumentParsers.js';
 import { interruptSignal, type CommandIo } from './commandIo.js';
 import { errorMessage } from '../errorMessage.js';
+import { withoutCredentials } from '../secrets.js';
 
 /**
  * `warden gate <job> [--version N] [--fail-fast]`: a deploy gate for CI/CD. Waits for the job
@@ -75,7 +76,7 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   } catch (error) {
     const message = errorMessage(error);
     if (isUnreachable(error)) {
-      say([`${paint('✘', 'bad', style)} Nomad at ${config.address} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
+      say([`${paint('✘', 'bad', style)} Nomad at ${withoutCredentials(config.address)} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
       return GATE_UNREACHABLE;
     }
     say([`${paint('✘', 'bad', style)} ${jobId}: ${message}`], { type: 'error', unreachable: false, message });

@@ -9,6 +9,7 @@ import type { ConnectionState } from '../supervisor/types.js';
 import { startInspector } from '../inspect/inspector.js';
 import { portNumber } from './argumentParsers.js';
 import { interruptSignal, type CommandIo } from './commandIo.js';
+import { withoutCredentials } from '../secrets.js';
 
 /**
  * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
@@ -60,7 +61,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     finish = resolve;
   });
   supervisor.connection$.subscribe((state) => {
-    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint(`[${CONNECTION_WORDS[state]}]`, 'note', style)} ${config.address}`, {
+    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint(`[${CONNECTION_WORDS[state]}]`, 'note', style)} ${withoutCredentials(config.address)}`, {
       type: 'connection',
       time: formatTime(clock.now()),
       state,

@@ -1,14 +1,19 @@
 /**
  * Errors of the Consul client, undici style: one base class with a stable `code`, one subclass per
  * kind of failure. Requests are described by method and path only: the ACL token travels in a
- * header and never appears here.
+ * header, and text from the server is scrubbed of every registered secret here (src/secrets.ts).
  */
 import { errorMessage } from '../errorMessage.js';
+import { scrubSecrets } from '../secrets.js';
 import type { RetryAfterHint } from '../nomad/backoff.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from '../nomad/errors.js';
 
 export abstract class ConsulError extends Error {
   abstract readonly code: string;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(scrubSecrets(message), options);
+  }
 }
 
 /** CONSUL_* settings that cannot work (unreadable file, malformed address or boolean). */
@@ -22,15 +27,19 @@ export class ConsulHttpError extends ConsulError implements RetryAfterHint {
   readonly code = 'CONSUL_HTTP_ERROR';
   override name = 'ConsulHttpError';
 
+  /** Consul's message, scrubbed. */
+  readonly body: string;
+
   constructor(
     readonly status: number,
     readonly method: string,
     readonly path: string,
-    readonly body: string,
+    body: string,
     /** The answer's Retry-After in ms, when it had one. */
     readonly retryAfterMs: number | undefined = undefined,
   ) {
     super(`Consul ${method} ${path}: ${status}${body.trim() === '' ? '' : ` (${body.trim()})`}`);
+    this.body = scrubSecrets(body);
   }
 }
 

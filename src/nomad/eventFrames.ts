@@ -7,6 +7,7 @@
  * when it still names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch
  * says which.
  */
+import { scrubSecrets } from '../secrets.js';
 import { NomadDecodeError } from './errors.js';
 import { decoding, parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
 import type { AllocationEvent, DeploymentEvent, EvaluationEvent, EventFrame, JobEvent, NomadEvent } from './types.js';
@@ -70,10 +71,10 @@ export interface DecodedFrame extends EventFrame {
 
 /** The element's Topic, Type and Key, then the start of its Payload: which event it was, and why. */
 function elementExcerpt(element: unknown): string {
-  if (!isRecord(element)) return stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS);
+  if (!isRecord(element)) return scrubSecrets(stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS));
   const identity = [element.Topic, element.Type, element.Key].filter((part) => typeof part === 'string').join(' ');
   const payload = stringifyNomadJson(element.Payload ?? null);
-  return (identity === '' ? payload : `${identity}: ${payload}`).slice(0, EXCERPT_CHARS);
+  return scrubSecrets((identity === '' ? payload : `${identity}: ${payload}`).slice(0, EXCERPT_CHARS));
 }
 
 /** The task or reschedule events of `holder[key]` (`{Events: [...]}`), each with its timestamp. */
@@ -150,7 +151,8 @@ function decodeLine(line: string): DecodedFrame | null {
     skipped ??= { index: Index, count: 0, examples: [] };
     skipped.count++;
     // Only the examples get an excerpt: the rest are counted, never held.
-    if (skipped.examples.length < SKIPPED_EXAMPLES) skipped.examples.push({ index: Index, position, reason, excerpt: elementExcerpt(element) });
+    // The reason may name the element's Topic: text from the server too.
+    if (skipped.examples.length < SKIPPED_EXAMPLES) skipped.examples.push({ index: Index, position, reason: scrubSecrets(reason), excerpt: elementExcerpt(element) });
   }
   return skipped === undefined ? { Index, Events: events } : { Index, Events: events, skipped };
 }
@@ -177,7 +179,7 @@ export function undecodableBatch(line: string, error: NomadDecodeError): BatchSk
 export function lineExcerpt(line: string, error: NomadDecodeError): string {
   const position = Number(JSON_ERROR_POSITION.exec(error.message)?.[1] ?? 0);
   const start = Math.max(0, Math.min(position - EXCERPT_CHARS / 2, line.length - EXCERPT_CHARS));
-  return line.slice(start, start + EXCERPT_CHARS);
+  return scrubSecrets(line.slice(start, start + EXCERPT_CHARS));
 }
 
 function hasObject<K extends string>(event: NomadEvent, topic: string, key: K, idKey = 'ID'): boolean {

@@ -173,11 +173,18 @@ function parseQuoted(text: string): unknown {
   return value;
 }
 
+/**
+ * V8 quotes up to ten characters of the text in some messages (`Unexpected token 'x', "xy0b6a3c1e"...
+ * is not valid JSON`): a piece of a secret could sit there, cut where no scrubbing can tell. The
+ * excerpt shows the text instead.
+ */
+const QUOTED_SOURCE = /,? ?(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
+
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new NomadDecodeError(`malformed JSON: ${(error as Error).message}`, text);
+    throw new NomadDecodeError(`malformed JSON: ${errorMessage(error).replace(QUOTED_SOURCE, ' (not valid JSON)')}`, text);
   }
 }
 

@@ -10,6 +10,7 @@ import type { Clock } from '../clock/index.js';
 import { systemClock } from '../clock/index.js';
 import { parseRetryAfter } from './backoff.js';
 import type { NomadConfig } from './config.js';
+import { registerSecret } from '../secrets.js';
 import { nomadAuthHeaders, nomadEndpoint } from './connection.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from './errors.js';
 import { parseNomadJson, stringifyNomadJson } from './json.js';
@@ -63,6 +64,9 @@ export interface NomadTransportOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** Extra headers that carry a credential (X-Consul-Token, Authorization): registered for scrubbing. */
+const CREDENTIAL_HEADER = /token|authorization/i;
 
 function headerValue(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
   const value = headers[name];
@@ -139,6 +143,7 @@ export class NomadTransport {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.gzip = options.gzip ?? true;
     this.headers = { ...nomadAuthHeaders(config), ...options.headers };
+    for (const [name, value] of Object.entries(options.headers ?? {})) if (CREDENTIAL_HEADER.test(name)) registerSecret(value);
     this.metaHeaderPrefix = options.metaHeaderPrefix ?? 'x-nomad-';
     const endpoint = nomadEndpoint(config);
     this.pool = new Pool(endpoint.origin, {

@@ -3,6 +3,8 @@
  * application passes a Logger (pino, winston and console all fit with a line of glue), or gets
  * silence. Fields are plain data; secrets are removed before a record reaches the sink.
  */
+import { scrubSecrets } from '../secrets.js';
+
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 export type LogFields = Readonly<Record<string, unknown>>;
@@ -21,10 +23,8 @@ export const silentLogger: Logger = {
   error: () => undefined,
 };
 
-const REDACTED = '[redacted]';
-
 function scrub(value: unknown, secrets: readonly string[], depth = 0): unknown {
-  if (typeof value === 'string') return secrets.reduce((text, secret) => text.split(secret).join(REDACTED), value);
+  if (typeof value === 'string') return scrubSecrets(value, secrets);
   if (value instanceof Error) return scrub(value.message, secrets, depth);
   if (depth > 4 || value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.map((item) => scrub(item, secrets, depth + 1));
@@ -32,12 +32,12 @@ function scrub(value: unknown, secrets: readonly string[], depth = 0): unknown {
 }
 
 /**
- * A logger that replaces every occurrence of the given secrets (the Nomad token) in messages and
- * fields before passing the record on: a safety net under the rule that errors never carry tokens.
+ * A logger that replaces every occurrence of the given secrets (the Nomad token) and of every
+ * registered one (src/secrets.ts) in messages and fields before passing the record on: a safety net
+ * under the rule that errors never carry tokens.
  */
 export function redactingLogger(sink: Logger, secrets: readonly (string | undefined)[]): Logger {
   const known = secrets.filter((secret): secret is string => typeof secret === 'string' && secret.length > 0);
-  if (known.length === 0) return sink;
   const wrap =
     (level: LogLevel) =>
     (message: string, fields?: LogFields): void => {

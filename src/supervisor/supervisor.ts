@@ -28,6 +28,7 @@ import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.
 import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 import { AllocationNotJudgedError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 import { errorMessage } from '../errorMessage.js';
+import { scrubSecrets } from '../secrets.js';
 
 export interface SupervisorRuntimeOptions {
   /** The cluster's client: job, deployment and evaluation reads. */
@@ -627,7 +628,9 @@ export class Supervisor implements ExecTarget {
     }
   }
 
-  private report(problem: SupervisorProblem): void {
+  private report(reported: SupervisorProblem): void {
+    // The last guard where server text (an excerpt, an id, an error body) becomes a problem (src/secrets.ts).
+    const problem = { ...reported, message: scrubSecrets(reported.message) };
     this.logger.warn(problem.message, { kind: problem.kind, ...(problem.index === undefined ? {} : { index: problem.index }) });
     this.problemSubject.next(problem);
   }

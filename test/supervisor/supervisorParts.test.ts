@@ -2,6 +2,7 @@ import { BoundedHistory } from '../../src/supervisor/boundedHistory.js';
 import { DeploymentWatch } from '../../src/supervisor/deploymentWatch.js';
 import { redactingLogger, type LogFields } from '../../src/supervisor/logger.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
+import { registerAddressCredentials } from '../../src/secrets.js';
 import type { Deployment } from '../../src/nomad/types.js';
 import { evaluationOutcome } from '../../machines/evaluationOutcome.js';
 
@@ -128,6 +129,9 @@ describe('redactingLogger', () => {
     logger.warn('request with s3cr3t-token failed', { error: new Error('x-nomad-token: s3cr3t-token'), nested: { list: ['s3cr3t-token'] } });
     expect(JSON.stringify(records)).not.toContain('s3cr3t-token');
     expect(records[0]![0]).toBe('request with [redacted] failed');
-    expect(redactingLogger(sink, [undefined, ''])).toBe(sink);
+    // Given none, it still removes what a connection registered (src/secrets.ts): a password of an address.
+    registerAddressCredentials('https://ops:pa55-w0rd@nomad.example:4646');
+    redactingLogger(sink, [undefined, '']).warn('proxy said: bad credentials ops:pa55-w0rd');
+    expect(records[1]![0]).toBe('proxy said: bad credentials [redacted]');
   });
 });
