@@ -9,7 +9,7 @@
  */
 import { scrubSecrets } from '../secrets.js';
 import { NomadDecodeError } from './errors.js';
-import { decoding, parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
+import { decoding, jsonPrefix, parseNomadJsonAt, type TimestampPatch } from './json.js';
 import type { AllocationEvent, DeploymentEvent, EvaluationEvent, EventFrame, JobEvent, NomadEvent } from './types.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -71,9 +71,9 @@ export interface DecodedFrame extends EventFrame {
 
 /** The element's Topic, Type and Key, then the start of its Payload: which event it was, and why. */
 function elementExcerpt(element: unknown): string {
-  if (!isRecord(element)) return scrubSecrets(stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS));
+  if (!isRecord(element)) return scrubSecrets(jsonPrefix(element ?? null, EXCERPT_CHARS));
   const identity = [element.Topic, element.Type, element.Key].filter((part) => typeof part === 'string').join(' ');
-  const payload = stringifyNomadJson(element.Payload ?? null);
+  const payload = jsonPrefix(element.Payload ?? null, EXCERPT_CHARS);
   return scrubSecrets((identity === '' ? payload : `${identity}: ${payload}`).slice(0, EXCERPT_CHARS));
 }
 

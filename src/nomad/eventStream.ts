@@ -36,10 +36,10 @@ import { schedulerFor, systemClock } from '../clock/index.js';
 import { retryDelay, type BackoffOptions } from './backoff.js';
 import type { NomadClient } from './client.js';
 import { NomadDecodeError, NomadHttpError, NomadStreamError, isRetryable } from './errors.js';
-import { decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type BatchSkips, type DecodedFrame } from './eventFrames.js';
+import { SKIPPED_EXAMPLES, decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type BatchSkips, type DecodedFrame } from './eventFrames.js';
 import { AllocationFreshness } from './freshness.js';
 import { NdjsonDecoder } from './ndjson.js';
-import { listWatchedAllocations, resyncScope, type ResyncScope } from './resync.js';
+import { listWatchedAllocations, resyncScope, type Listing, type ResyncScope } from './resync.js';
 import type { Allocation, AllocationEvent, NomadEvent } from './types.js';
 
 export type StreamStatus = 'connecting' | 'resyncing' | 'streaming' | 'backingOff' | 'stopped' | 'failed';
@@ -78,7 +78,10 @@ export interface EventBatch {
   events: NomadEvent[];
   /** true for the synthetic allocation updates of a reconnect's listing. */
   resync: boolean;
-  /** What Nomad sent at this index that could not be used and was skipped (first time seen only). */
+  /**
+   * What Nomad sent at this index that could not be used and was skipped (first time seen only);
+   * for a resync batch, the allocations of the listing that could not be decoded.
+   */
   skipped?: BatchSkips;
 }
 
@@ -353,7 +356,10 @@ class StreamSession {
     // memory of delivered versions does not grow with every allocation ever seen.
     if (this.scope.kind === 'all') this.freshness.retainOnly(listing.listed);
     const events = listing.allocations.filter((allocation) => this.admit(allocation)).map(resyncEvent);
-    return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
+    const skipped = undecodableAllocations(listing);
+    if (skipped === undefined) return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
+    this.skippedEvents += skipped.count;
+    return { index: listing.index, events, resync: true, skipped };
   }
 }
 
@@ -383,6 +389,13 @@ function endOfStream(rest: string): NomadStreamError {
   if (text === '') return new NomadStreamError('closed', 'event stream closed by the server');
   if (text.startsWith('{')) return new NomadStreamError('truncated', 'event stream ended inside a line');
   return new NomadStreamError('server-error', `event stream ended with an error from Nomad: ${text.slice(0, 500)}`);
+}
+
+/** The allocations a listing could not decode, as the skips of its batch: the count, the first few as examples. */
+function undecodableAllocations({ index, undecodable }: Listing): BatchSkips | undefined {
+  if (undecodable.length === 0) return undefined;
+  const examples = undecodable.slice(0, SKIPPED_EXAMPLES).map(({ id, error }) => ({ index, reason: `allocation ${id}: ${error.message}`, excerpt: error.excerpt.slice(0, 120) }));
+  return { index, count: undecodable.length, examples };
 }
 
 function resyncEvent(allocation: Allocation): AllocationEvent {

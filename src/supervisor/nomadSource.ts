@@ -41,16 +41,19 @@ function because(skipped: SkippedEvent): string {
 /**
  * What the stream skipped of one batch, in the supervisor's words: one problem per batch, however
  * many events it lost (the batch or the event, why, and where; past one, the count and examples).
+ * For a listing's batch, the allocations it could not decode.
  */
-function skippedInput(skipped: BatchSkips): SupervisorInput {
+function skippedInput(skipped: BatchSkips, resync: boolean): SupervisorInput {
   const [first] = skipped.examples;
-  const batch = `event stream batch ${skipped.index}`;
+  const examples = skipped.examples.map((example) => `${example.position === undefined ? '' : `event ${example.position}: `}${because(example)}`).join('; ');
   let message: string;
-  if (first === undefined || skipped.count > 1) {
-    const examples = skipped.examples.map((example) => `event ${example.position}: ${because(example)}`).join('; ');
-    message = `${batch}: ${skipped.count} events could not be decoded and were skipped, for example ${examples}`;
+  if (resync) {
+    const what = skipped.count === 1 ? '1 allocation could not be decoded and was skipped' : `${skipped.count} allocations could not be decoded and were skipped, for example`;
+    message = `allocation listing at index ${skipped.index}: ${what}: ${examples}`;
+  } else if (first === undefined || skipped.count > 1) {
+    message = `event stream batch ${skipped.index}: ${skipped.count} events could not be decoded and were skipped, for example ${examples}`;
   } else {
-    const what = first.position === undefined ? batch : `event ${first.position} of ${batch}`;
+    const what = first.position === undefined ? `event stream batch ${skipped.index}` : `event ${first.position} of event stream batch ${skipped.index}`;
     message = `${what} could not be decoded and was skipped: ${because(first)}`;
   }
   return { kind: 'problem', problem: 'bad-payload', message, index: skipped.index };
@@ -59,7 +62,7 @@ function skippedInput(skipped: BatchSkips): SupervisorInput {
 function batchInputs(batch: EventBatch): SupervisorInput[] {
   const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
   const inputs = events.map((event) => toInput(event, batch.index)).filter((input): input is SupervisorInput => input !== undefined);
-  return batch.skipped === undefined ? inputs : [skippedInput(batch.skipped), ...inputs];
+  return batch.skipped === undefined ? inputs : [skippedInput(batch.skipped, batch.resync), ...inputs];
 }
 
 /** All streams streaming → streaming; otherwise the state of the first that is not. */

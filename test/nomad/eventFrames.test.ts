@@ -48,8 +48,15 @@ describe('decodeFrame', () => {
     }
   });
 
-  it('rejects a batch that overflows the stack while decoding with a NomadDecodeError that still names its batch', () => {
-    const line = `{"Events":[${'['.repeat(20_000)}${']'.repeat(20_000)}],"Index":77}`;
+  it('skips an element nested 20,000 deep as an element, its excerpt written only as far as it is shown', () => {
+    const frame = decodeFrame(`{"Events":[${'['.repeat(20_000)}${']'.repeat(20_000)}],"Index":77}`)!;
+    expect(frame.Events).toEqual([]);
+    expect(frame.skipped).toEqual({ index: 77, count: 1, examples: [{ index: 77, position: 0, reason: 'not an object', excerpt: '['.repeat(120) }] });
+  });
+
+  it('rejects a batch whose timestamps lie deeper than the walk goes with a NomadDecodeError that still names its batch', () => {
+    // A Time 5,000 levels down in a payload, where the frame's own places are not: the full walk looks, and stops.
+    const line = `{"Events":[{"Topic":"Node","Type":"X","Key":"n","Index":77,"Payload":{"Node":${'{"a":'.repeat(5_000)}{"Time":1795971902180095019}${'}'.repeat(5_000)}}}],"Index":77}`;
     let error: unknown;
     try {
       decodeFrame(line);
@@ -60,7 +67,7 @@ describe('decodeFrame', () => {
     expect(undecodableBatch(line, error as NomadDecodeError)).toEqual({
       index: 77,
       count: 1,
-      examples: [{ index: 77, reason: 'undecodable JSON: RangeError: Maximum call stack size exceeded', excerpt: line.slice(0, 120) }],
+      examples: [{ index: 77, reason: 'undecodable JSON: RangeError: nested deeper than 1000 levels', excerpt: line.slice(0, 120) }],
     });
   });
 

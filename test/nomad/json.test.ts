@@ -75,11 +75,16 @@ describe('parseNomadJson', () => {
     }
   });
 
-  it('throws a NomadDecodeError, not a RangeError, for a document nested too deep to walk', () => {
-    // JSON.parse takes it; the walk that makes the timestamp exact recurses and overflows the stack.
-    const text = `{"ModifyTime":1795971902180095019,"Deep":${'{"a":'.repeat(20_000)}{"Time":1795971902180095019}${'}'.repeat(20_000)}}`;
-    expect(() => JSON.parse(text)).not.toThrow();
-    expect(() => parseNomadJson(text)).toThrow(new NomadDecodeError('undecodable JSON: RangeError: Maximum call stack size exceeded', text));
+  it('throws a NomadDecodeError, never a stack overflow, for a document nested deeper than its walk goes (1,000 levels)', () => {
+    // JSON.parse takes them; the walk that makes the timestamps exact stops at 1,000 levels, at any depth beyond.
+    const nested = (depth: number) => `{"ModifyTime":1795971902180095019,"Deep":${'{"a":'.repeat(depth)}{"Time":1795971902180095019}${'}'.repeat(depth)}}`;
+    for (const depth of [1_000, 5_000, 50_000]) {
+      expect(() => JSON.parse(nested(depth))).not.toThrow();
+      expect(() => parseNomadJson(nested(depth))).toThrow(new NomadDecodeError('undecodable JSON: RangeError: nested deeper than 1000 levels', ''));
+    }
+    let inner: unknown = parseNomadJson(nested(998));
+    for (let level = 0; level < 999; level++) inner = (inner as { Deep?: unknown; a?: unknown }).Deep ?? (inner as { a: unknown }).a;
+    expect(inner).toEqual({ Time: 1795971902180095019n });
   });
 });
 

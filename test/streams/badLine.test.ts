@@ -48,13 +48,13 @@ function without(recorded: Scenario, index: number, keep?: (line: RecordedLine) 
 /** A recorded line with bytes inserted in its middle: JSON no more, head and trailing Index intact. */
 const corrupt = (line: string): string => `${line.slice(0, line.length >> 1)}\u0007#garbage#${line.slice(line.length >> 1)}`;
 
-/** Valid JSON that no decoder walking it recursively survives: Nomad's batch head and tail around an element 5,000 deep. */
+/** Valid JSON that a decoder walking it recursively would not survive: Nomad's batch head and tail around an element 5,000 deep. */
 const nestedDeep = (_line: string, index: number): string => `{"Events":[${'['.repeat(5_000)}${']'.repeat(5_000)}],"Index":${index}}`;
 
 /**
- * The same batch with an exact-int64 timestamp patch that overflows: its first allocation gains a
- * field 5,000 deep with an unsafe Time at the bottom, where the frame's own timestamp places are
- * not, so the patch falls back to walking the whole document, down into it.
+ * The same batch with an exact-int64 timestamp patch that cannot finish: its first allocation gains
+ * a field 5,000 deep with an unsafe Time at the bottom, where the frame's own timestamp places are
+ * not, so the patch falls back to walking the whole document, which stops 1,000 levels down.
  */
 function deepTimestamp(line: string): string {
   const batch = parseLossless(line) as unknown as Batch;
@@ -87,12 +87,14 @@ const skips = (batches: readonly EventBatch[]) => batches.flatMap((b) => (b.skip
 const lastLive = (states: readonly StreamState[]): StreamState | undefined => states.filter((s) => s.status !== 'stopped').at(-1);
 
 describe('a batch line that does not decode but names its index', () => {
+  const wholeBatch = { skippedBatches: 1, skippedEvents: 0 };
   it.each([
-    ['rolling_update', 'garbled', corrupt, { reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringMatching(/^\{"Events":/) }],
-    ['many_allocs', 'garbled', corrupt, { reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringContaining('#garbage#') }],
-    ['rolling_update', 'nested 5,000 deep', nestedDeep, { reason: 'undecodable JSON: RangeError: Maximum call stack size exceeded', excerpt: expect.stringMatching(/^\{"Events":\[\[\[/) }],
-    ['many_allocs', 'a timestamp 5,000 deep', deepTimestamp, { reason: 'undecodable JSON: RangeError: Maximum call stack size exceeded', excerpt: expect.any(String) }],
-  ])('%s, %s: reported once with its index, same connection, its allocations recovered by a listing', async (name, _what, rewrite, report) => {
+    ['rolling_update', 'garbled', corrupt, { reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringMatching(/^\{"Events":/) }, wholeBatch],
+    ['many_allocs', 'garbled', corrupt, { reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringContaining('#garbage#') }, wholeBatch],
+    ['many_allocs', 'a timestamp 5,000 deep', deepTimestamp, { reason: 'undecodable JSON: RangeError: nested deeper than 1000 levels', excerpt: expect.any(String) }, wholeBatch],
+    // Its one element is no event: skipped as such, its excerpt written only as far as shown.
+    ['rolling_update', 'an element nested 5,000 deep', nestedDeep, { position: 0, reason: 'not an object', excerpt: '['.repeat(120) }, { skippedBatches: 0, skippedEvents: 1 }],
+  ])('%s, %s: reported once with its index, same connection, its allocations recovered by a listing', async (name, _what, rewrite, report, counts) => {
     const recorded = scenario(name);
     const bad = carryingAFinal(recorded);
     const run = await replayThroughStream(recorded, undefined, {}, {}, { replay: { rewriteLine: (line, index) => (index === bad ? rewrite(line, index) : line) } });
@@ -104,7 +106,7 @@ describe('a batch line that does not decode but names its index', () => {
     const statuses = run.states.map((s) => s.status);
     expect(statuses.filter((s) => s === 'connecting')).toHaveLength(1);
     expect(statuses).not.toContain('backingOff');
-    expect(lastLive(run.states)).toMatchObject({ status: 'streaming', skippedBatches: 1, skippedEvents: 0, failures: 0, lastIndex: lastRecordedIndex(recorded) });
+    expect(lastLive(run.states)).toMatchObject({ status: 'streaming', ...counts, failures: 0, lastIndex: lastRecordedIndex(recorded) });
     // After the skip, a listing: every allocation ends as Nomad has it, although the skipped batch
     // held the last version of some (without the listing they would end one version short).
     expect(run.batches.slice(skippedAt).filter((b) => b.resync)).toHaveLength(1);
@@ -114,6 +116,32 @@ describe('a batch line that does not decode but names its index', () => {
     // The other events only that batch carried are missing; every other one arrived, once, in order.
     expect(run.others).toEqual(recordedOthers(without(recorded, bad)));
     expect(run.batches.some((b) => !b.resync && b.index === bad && b.events.length > 0)).toBe(false);
+  });
+
+  it('an allocation the listing cannot decode (nested 5,000 deep, every time) is reported and skipped; the others are recovered, on one connection', async () => {
+    const recorded = scenario('many_allocs');
+    const bad = carryingAFinal(recorded);
+    const full = recordedFinals(recorded);
+    const short = recordedFinals(without(recorded, bad));
+    const victim = [...full.keys()].find((id) => full.get(id)?.modifyIndex !== short.get(id)?.modifyIndex)!;
+    const deep = `{"ID":"${victim}","Deep":${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)},"ModifyTime":1795971902180095019}`;
+    const run = await replayThroughStream(
+      recorded,
+      (fake) => void fake.faults.failRequests({ status: 200, body: deep, path: `/v1/allocation/${victim}`, times: Infinity }),
+      {},
+      {},
+      { replay: { rewriteLine: (line, index) => (index === bad ? corrupt(line) : line) } },
+    );
+    const listing = run.batches.find((b) => b.resync)!;
+    expect(listing.skipped).toEqual({
+      index: listing.index,
+      count: 1,
+      examples: [{ index: listing.index, reason: `allocation ${victim}: undecodable JSON: RangeError: nested deeper than 1000 levels`, excerpt: deep.slice(0, 120) }],
+    });
+    expect(run.states.map((s) => s.status)).not.toContain('backingOff');
+    expect(lastLive(run.states)).toMatchObject({ status: 'streaming', skippedBatches: 1, skippedEvents: 1, lastIndex: lastRecordedIndex(recorded) });
+    // Only the one it could not read ends short; every other allocation is as Nomad has it.
+    expect(run.finals).toEqual(new Map([...full].map(([id, summary]) => [id, id === victim ? short.get(id) : summary])));
   });
 
   it('lists nothing when the stream watches no allocations', async () => {

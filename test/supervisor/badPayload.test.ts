@@ -8,6 +8,7 @@ import type { LogFields, Logger } from '../../src/supervisor/logger.js';
 import { parseLossless, stringifyLossless } from '../../src/testing/losslessJson.js';
 import type { LineRewrite } from '../../src/testing/nomad/replay.js';
 import { replayScenario } from '../health/support/replayScenario.js';
+import { serviceJob } from '../testing/helpers.js';
 import { driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict } from './support/harness.js';
 
 interface Warning {
@@ -40,9 +41,14 @@ describe('the supervisor over a stream with a corrupt batch', () => {
   it.each([
     ['garbled', (line: string) => `${line.slice(0, 500)}\u0007<<garbage>>${line.slice(500)}`, /^event stream batch 143 could not be decoded and was skipped: malformed JSON.*garbage/],
     [
-      'nested 5,000 deep',
+      'a timestamp nested 5,000 deep',
+      () => `{"Events":[{"Topic":"Node","Type":"X","Key":"n","Index":143,"Payload":{"Node":${'{"a":'.repeat(5_000)}{"Time":1795971902180095019}${'}'.repeat(5_000)}}}],"Index":${ROLLING_BAD_INDEX}}`,
+      /^event stream batch 143 could not be decoded and was skipped: undecodable JSON: RangeError: nested deeper than 1000 levels \(near "\{\\"Events/,
+    ],
+    [
+      'an event nested 5,000 deep',
       () => `{"Events":[{"Topic":"Allocation","Payload":${'['.repeat(5_000)}${']'.repeat(5_000)}}],"Index":${ROLLING_BAD_INDEX}}`,
-      /^event stream batch 143 could not be decoded and was skipped: undecodable JSON: RangeError: Maximum call stack size exceeded/,
+      /^event 0 of event stream batch 143 could not be decoded and was skipped: Allocation event without a numeric Index \(near "Allocation: \[\[\[/,
     ],
   ])('%s: reports one bad-payload problem with the index, logs it, stays connected, lists the allocations and reaches every verdict', async (_what, rewrite, why) => {
     const { harness, warnings, streamRequests, listings } = await follow('rolling_update', (line, index) => (index === ROLLING_BAD_INDEX ? rewrite(line) : line));
@@ -76,6 +82,33 @@ describe('the supervisor over a stream with a corrupt batch', () => {
       ]);
       expect(warnings.filter((w) => w.fields?.kind === 'bad-payload')).toHaveLength(1);
       expect(harness.verdicts.map((v) => v.outcome)).toEqual([expect.objectContaining({ healthy: false, reasons: { main: 'Unhealthy because of failed task' } })]);
+    } finally {
+      await harness.close();
+    }
+  });
+
+  it('an allocation its listing cannot decode is one problem naming it; the supervisor streams on', async () => {
+    let ids: string[] = [];
+    const harness = await startHarness(Date.UTC(2026, 10, 29, 18), {}, (fake) => {
+      fake.cluster.registerJob(serviceJob('web'));
+      ids = fake.cluster.placeAllocations('web').map((allocation) => String(allocation.ID));
+      const deep = `{"ID":"${ids[0]}","Deep":${'{"a":'.repeat(5_000)}{"Time":1795971902180095019}${'}'.repeat(5_000)}}`;
+      fake.faults.failRequests({ status: 200, body: deep, path: `/v1/allocation/${ids[0]}`, times: Infinity });
+    });
+    try {
+      await driveTo(harness.clock, harness.clock.now() + 1_000);
+      expect(harness.problems.filter((p) => p.kind === 'bad-payload')).toEqual([
+        {
+          kind: 'bad-payload',
+          index: expect.any(Number),
+          message: expect.stringMatching(
+            new RegExp(`^allocation listing at index \\d+: 1 allocation could not be decoded and was skipped: allocation ${ids[0]}: undecodable JSON: RangeError: nested deeper than 1000 levels \\(near "\\{\\\\"ID`),
+          ),
+        },
+      ]);
+      expect(harness.supervisor.actor.getSnapshot().value).toEqual({ running: 'streaming' });
+      // Both are watched: the other from the listing, the skipped one from the stream (Nomad's buffer still has its placement).
+      expect(harness.supervisor.supervised).toBe(2);
     } finally {
       await harness.close();
     }
