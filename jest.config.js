@@ -14,7 +14,7 @@ export default {
     ],
   },
   // Let ESM-only dependencies through the transform.
-  transformIgnorePatterns: ['/node_modules/(?!(@xstate/graph|@fast-check)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@xstate/graph|@fast-check|@statelyai/inspect)/)'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 30000,
 };

@@ -4,7 +4,6 @@
  * machine's `wakeAt`). Not spawned actors: a spawn costs O(siblings) and a default actor ~4.6 KiB,
  * both far too much at 100,000 allocations (see bench/health-machine.ts).
  */
-import type { InspectionEvent, Observer } from 'xstate';
 import type { Clock, TimerHandle } from '../clock/index.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import { wakeAt } from '../../machines/allocationHealthRules.js';
@@ -18,6 +17,7 @@ import type {
 } from '../../machines/allocationHealthTypes.js';
 import type { ObservedAllocationView } from './allocationView.js';
 import { HealthInputError } from './errors.js';
+import { HealthInspection, inspectionCallback, type InspectionObserver } from './inspection.js';
 import { MachineStepper, type AllocationHealthSnapshot } from './machineStepper.js';
 import { sameAllocationView, sameChecks } from './viewEquality.js';
 
@@ -36,8 +36,11 @@ export type HealthListener = (change: HealthChange) => void;
 
 export interface HealthRegistryOptions {
   readonly clock: Clock;
-  /** Receives `@xstate.event` and `@xstate.snapshot` inspection events for every step, synchronously. */
-  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /**
+   * Receives, synchronously, what an actor of each allocation's machine would: `@xstate.actor` when
+   * tracking starts, then `@xstate.event` and `@xstate.snapshot` for every step (see inspection.ts).
+   */
+  readonly inspect?: InspectionObserver;
 }
 
 export interface HealthStatus {
@@ -55,15 +58,16 @@ interface Entry {
 
 export class HealthRegistry {
   private readonly clock: Clock;
-  private readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  /** Only with an inspector: without one, no step pays for inspection. */
+  private readonly inspection: HealthInspection | undefined;
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<HealthListener>();
   private readonly stepper = new MachineStepper();
 
   constructor(options: HealthRegistryOptions) {
     this.clock = options.clock;
-    const { inspect } = options;
-    this.inspect = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect);
+    const emit = inspectionCallback(options.inspect);
+    this.inspection = emit && new HealthInspection(emit, { snapshot: (id) => this.snapshot(id), receive: (id, event) => this.receive(id, event) });
   }
 
   get size(): number {
@@ -90,8 +94,10 @@ export class HealthRegistry {
     const problem = healthPolicyProblem(policy) ?? allocationViewProblem(view) ?? checkViewsProblem(checks);
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     const now = this.clock.now();
-    const entry: Entry = { snapshot: this.stepper.initial({ policy, now, watchingSince: view.watchingSince }), timer: undefined, due: null };
+    const input = { policy, now, watchingSince: view.watchingSince };
+    const entry: Entry = { snapshot: this.stepper.initial(input), timer: undefined, due: null };
     this.entries.set(allocationId, entry);
+    this.inspection?.started(allocationId, input, entry.snapshot);
     // The allocation as first seen is the machine's first observation.
     this.step(allocationId, entry, { type: 'observe', view, checks, now });
     return this.status(allocationId) as HealthStatus;
@@ -121,6 +127,7 @@ export class HealthRegistry {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
     this.disarm(entry);
+    this.inspection?.stopped(allocationId);
     return this.entries.delete(allocationId);
   }
 
@@ -149,7 +156,7 @@ export class HealthRegistry {
     if (before.status !== 'active') return;
     const after = this.stepper.step(before, event);
     entry.snapshot = after;
-    this.report(allocationId, event, after);
+    this.inspection?.stepped(allocationId, event, after);
     const from = before.value as AllocationHealthState;
     const to = after.value as AllocationHealthState;
     if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
@@ -185,17 +192,6 @@ export class HealthRegistry {
 
   private emit(change: HealthChange): void {
     for (const listener of this.listeners) listener(change);
-  }
-
-  private report(allocationId: string, event: AllocationHealthEvent, snapshot: AllocationHealthSnapshot): void {
-    if (this.inspect === undefined) return;
-    const actorRef = {
-      sessionId: allocationId,
-      send: (sent: AllocationHealthEvent): void => this.receive(allocationId, sent),
-      getSnapshot: (): AllocationHealthSnapshot | undefined => this.entries.get(allocationId)?.snapshot,
-    };
-    this.inspect({ type: '@xstate.event', rootId: allocationId, actorRef, sourceRef: undefined, event });
-    this.inspect({ type: '@xstate.snapshot', rootId: allocationId, actorRef, event, snapshot });
   }
 
   /** An event sent through an inspected actor ref goes through the same filters as the API. */

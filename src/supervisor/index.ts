@@ -7,7 +7,7 @@
  *   const result = await supervisor.waitForDeployment('web');
  *   await supervisor.stop();
  */
-import type { InspectionEvent } from 'xstate';
+import type { InspectionObserver } from '../health/inspection.js';
 import { systemClock, type Clock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import type { NomadConfig } from '../nomad/config.js';
@@ -30,7 +30,12 @@ export interface SupervisorOptions {
   logger?: Logger;
   /** Verdicts kept after their allocation's machine is stopped (default 10,000). */
   historySize?: number;
-  inspect?: (event: InspectionEvent) => void;
+  /**
+   * Inspection events of the supervisor, its children and every allocation's health machine: an
+   * observer or a function, as XState's `createActor` takes (Warden's InspectionModel.inspect, or
+   * the `inspect` of `@statelyai/inspect`'s inspectors).
+   */
+  inspect?: InspectionObserver;
   /**
    * Consul, for groups judged by their service checks (health_check = "checks"): a client to share or
    * the configuration to build one from (then closed on stop). One blocking query serves every

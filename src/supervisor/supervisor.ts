@@ -1,5 +1,5 @@
 import { Observable, Subject, distinctUntilChanged, type Subscription } from 'rxjs';
-import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef } from 'xstate';
 import { checksRequired } from '../../machines/allocationHealthRules.js';
 import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
 import { evaluationOutcome, isTerminalEvaluation, type EvaluationOutcome, type EvaluationView } from '../../machines/evaluationOutcome.js';
@@ -11,6 +11,7 @@ import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js'
 import type { NomadClient } from '../nomad/client.js';
 import type { Clock } from '../clock/index.js';
 import { HealthRegistry, type HealthChange } from '../health/registry.js';
+import type { InspectionObserver } from '../health/inspection.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
 import { ConsulCheckFanOut } from '../consul/checkFanOut.js';
@@ -42,8 +43,8 @@ export interface SupervisorRuntimeOptions {
   logger?: Logger;
   /** Verdicts kept after their allocation's actor is stopped (default 10,000). */
   historySize?: number;
-  /** Inspection events of the supervisor actor, its children and every allocation's health machine. */
-  inspect?: (event: InspectionEvent) => void;
+  /** Inspection events of the supervisor actor, its children and every allocation's health machine (an observer or a function, as XState takes). */
+  inspect?: InspectionObserver;
   /** Close `nomad` on stop (the supervisor created it). */
   ownsClient?: boolean;
   /**
