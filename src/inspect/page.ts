@@ -129,7 +129,7 @@ export const PAGE_SCRIPT = `'use strict';
   const clock = (t) => { const d = new Date(t); return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()) + '.' + pad(d.getUTCMilliseconds(), 3); };
   const day = (t) => new Date(t).toISOString().slice(0, 10);
   const relative = (t) => {
-    const d = Math.round((t - state.now) / 100) / 10;
+    const d = Math.round((Date.parse(t) - state.now) / 100) / 10;
     return d === 0 ? 'now' : d > 0 ? 'in ' + d + 's' : Math.abs(d) + 's ago';
   };
   const when = (t) => t === null || t === undefined ? '—' : clock(t) + ' UTC (' + relative(t) + ')';
@@ -137,7 +137,7 @@ export const PAGE_SCRIPT = `'use strict';
   const CONNECTION = { connecting: 'connecting', streaming: 'streaming events', resyncing: 'listing allocations (resync)', backingOff: 'connection lost, retrying', stopped: 'stopped' };
 
   function apply(message) {
-    if (message.now) state.now = message.now;
+    if (message.now) state.now = Date.parse(message.now);
     switch (message.type) {
       case 'snapshot':
         state.finishedLimit = message.finishedLimit;
@@ -249,7 +249,7 @@ export const PAGE_SCRIPT = `'use strict';
     // The last move: its arrow and its label (guards; the full transition in the tooltip).
     for (const edge of document.querySelectorAll('svg.chart [data-from]')) edge.classList.toggle('taken', !!t && edge.dataset.from === t.from && edge.dataset.to === t.to);
     const times = $('times'); times.replaceChildren();
-    row(times, 'watching since', when(a.deadlineAt - a.policy.healthyDeadlineMs));
+    row(times, 'watching since', when(a.watchingSince));
     row(times, 'latest task start', when(a.latestStart));
     row(times, a.verdict && a.verdict.healthy ? 'became healthy' : 'becomes healthy', a.healthyAt === null ? '— (not every task is running)' : when(a.healthyAt));
     if (a.policy.useChecks && a.policy.checks.length) row(times, 'checks passing since', when(a.checksPassingSince));
@@ -258,8 +258,8 @@ export const PAGE_SCRIPT = `'use strict';
     const policy = $('policy'); policy.replaceChildren();
     row(policy, 'from', { update: 'update block (deployment)', migrate: 'migrate block', 'opt-in': 'opt-in policy' }[a.policy.source] || a.policy.source);
     row(policy, 'health_check', a.policy.useChecks ? 'checks' : 'task_states');
-    row(policy, 'min_healthy_time', a.policy.minHealthyTime);
-    row(policy, 'healthy_deadline', a.policy.healthyDeadline);
+    row(policy, 'min_healthy_time', a.policy.minHealthyTimeMs / 1000 + 's');
+    row(policy, 'healthy_deadline', a.policy.healthyDeadlineMs / 1000 + 's');
     row(policy, 'expected checks', a.policy.checks.length ? a.policy.checks.map((c) => (c.task || 'group') + '/' + c.service + '/' + c.name + ' (' + c.onUpdate + ')').join(', ') : 'none');
     const tasks = $('tasks').tBodies[0]; tasks.replaceChildren();
     for (const task of a.tasks) {

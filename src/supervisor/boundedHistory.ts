@@ -26,6 +26,10 @@ export class BoundedHistory<V> {
     }
   }
 
+  delete(key: string): boolean {
+    return this.entries.delete(key);
+  }
+
   values(): IterableIterator<V> {
     return this.entries.values();
   }

@@ -143,10 +143,13 @@ export class Supervisor implements ExecTarget {
   readonly changes$: Observable<StateChange>;
   readonly problems$: Observable<SupervisorProblem>;
   readonly connection$: Observable<ConnectionState>;
+  /** Deployments of the jobs in scope, as each update arrives (for the inspector's progress view). */
+  readonly deployments$: Observable<Deployment>;
 
   private readonly verdictSubject = new Subject<VerdictRecord>();
   private readonly changeSubject = new Subject<StateChange>();
   private readonly problemSubject = new Subject<SupervisorProblem>();
+  private readonly deploymentSubject = new Subject<Deployment>();
   private readonly registry: HealthRegistry;
   private readonly jobs: JobCache;
   private readonly scope: ResolvedScope;
@@ -191,6 +194,7 @@ export class Supervisor implements ExecTarget {
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
     this.problems$ = this.problemSubject.asObservable();
+    this.deployments$ = this.deploymentSubject.asObservable();
     this.jobs = new JobCache(nomad, { clock });
     this.moves = new InPlaceMoves(nomad, options.historySize ?? 10_000);
     this.stoppedSignal = new Promise<never>((_, reject) => {
@@ -392,6 +396,7 @@ export class Supervisor implements ExecTarget {
     this.verdictSubject.complete();
     this.changeSubject.complete();
     this.problemSubject.complete();
+    this.deploymentSubject.complete();
     if (this.options.ownsClient) await this.options.nomad.close();
     if (this.options.ownsConsul) await this.options.consul?.close();
   }
@@ -617,6 +622,7 @@ export class Supervisor implements ExecTarget {
 
   private onDeployment(deployment: Deployment): void {
     this.jobs.rememberDeployment(deployment);
+    if (this.scope.includes(deployment.Namespace, deployment.JobID)) this.deploymentSubject.next(deployment);
     this.settleDeployments((watch) => watch.onDeployment(deployment));
   }
 

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { PAGE_SCRIPT } from '../../src/inspect/page.js';
 import { InspectionModel, InspectorServer, InspectorServerError, type AllocationInfo } from '../../src/inspect/index.js';
+import { isoTime } from '../../src/inspect/time.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { serviceJob } from '../testing/helpers.js';
 import { driveTo, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
@@ -27,26 +28,28 @@ describe('the inspection server', () => {
       const snapshot = await fetchSnapshot(inspected.server.url);
       expect(snapshot.type).toBe('snapshot');
       expect(snapshot.connection.state).toBe('streaming');
-      expect(snapshot.now).toBe(inspected.clock.now());
+      expect(snapshot).toMatchObject({ schemaVersion: 1, now: isoTime(inspected.clock.now()) });
       expect(inspected.verdicts.length).toBeGreaterThan(0);
       const allocations = byId(snapshot);
       for (const record of inspected.verdicts) {
         const shown = allocations.get(record.alloc.allocId)!;
         expect(shown).toMatchObject({ finished: true, jobId: record.alloc.jobId, name: record.alloc.name, taskGroup: record.alloc.taskGroup });
-        // The job's update block says min_healthy_time = "2s", healthy_deadline = "20s": shown in the same words.
-        expect(shown.policy).toMatchObject({ minHealthyTimeMs: 2000, minHealthyTime: '2s', healthyDeadlineMs: 20_000, healthyDeadline: '20s' });
+        // The job's update block says min_healthy_time = "2s", healthy_deadline = "20s": one form per duration.
+        expect(shown.policy).toMatchObject({ minHealthyTimeMs: 2000, healthyDeadlineMs: 20_000 });
+        expect(Object.keys(shown.policy).sort()).toEqual(['checks', 'healthyDeadlineMs', 'minHealthyTimeMs', 'source', 'useChecks']);
         const outcome = record.outcome;
         if ('stopped' in outcome) {
-          expect(shown.verdict).toEqual({ healthy: null, at: outcome.at, reasons: [] });
+          expect(shown.verdict).toEqual({ healthy: null, at: isoTime(outcome.at), reasons: [] });
           continue;
         }
-        expect(shown.verdict).toEqual({ healthy: outcome.healthy, at: outcome.at, reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })) });
+        expect(shown.verdict).toEqual({ healthy: outcome.healthy, at: isoTime(outcome.at), reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })) });
         expect(shown.jobVersion).toBe(inspected.fake.cluster.deployment(record.alloc.deploymentId!)!.JobVersion);
         if (outcome.healthy) {
           // Healthy exactly min_healthy_time after the latest start, before the deadline.
-          expect(shown.healthyAt).toBe(outcome.at);
-          expect(shown.latestStart! + shown.policy.minHealthyTimeMs).toBe(outcome.at);
-          expect(outcome.at).toBeLessThanOrEqual(shown.deadlineAt);
+          expect(shown.healthyAt).toBe(isoTime(outcome.at));
+          expect(Date.parse(shown.latestStart!) + shown.policy.minHealthyTimeMs).toBe(Date.parse(shown.healthyAt!));
+          expect(Date.parse(shown.healthyAt!)).toBeLessThanOrEqual(Date.parse(shown.deadlineAt));
+          expect(Date.parse(shown.watchingSince) + shown.policy.healthyDeadlineMs).toBe(Date.parse(shown.deadlineAt));
           expect(shown.lastTransition).toMatchObject({ from: 'minHealthyWait', to: 'healthy' });
         }
       }
@@ -147,7 +150,8 @@ describe('the inspection server', () => {
 
   test('secrets given to the model are redacted wherever a string carries them', () => {
     const model = new InspectionModel({ clock: new VirtualClock({ start: START }), secrets: ['s3cr3t-token', undefined] });
-    const text = model.serialize({ type: 'problem', now: START, problem: { seq: 1, at: START, kind: 'stream-failed', message: 'refused: s3cr3t-token (X-Nomad-Token s3cr3t-token)', allocId: null } });
+    const now = isoTime(START);
+    const text = model.serialize({ type: 'problem', now, problem: { seq: 1, at: now, kind: 'stream-failed', message: 'refused: s3cr3t-token (X-Nomad-Token s3cr3t-token)', allocId: null } });
     expect(text).not.toContain('s3cr3t-token');
     expect(JSON.parse(text)).toMatchObject({ problem: { message: 'refused: [redacted] (X-Nomad-Token [redacted])' } });
   });

@@ -25,14 +25,18 @@ export interface Inspected {
 
 export async function startInspected(
   start: number,
-  options: { token?: string; finishedLimit?: number; server?: Omit<InspectorServerOptions, 'model'> } = {},
+  options: { token?: string; finishedLimit?: number; timelineLimit?: number; inspectHook?: boolean; server?: Omit<InspectorServerOptions, 'model'> } = {},
 ): Promise<Inspected> {
   const clock = new VirtualClock({ start });
   const fake = await FakeNomad.start({ clock, ...(options.token ? { token: options.token } : {}) });
   const nomad = new NomadClient({ address: fake.address, ...(options.token ? { token: options.token } : {}) }, { clock, gzip: false });
   // No secrets given: what the inspector serves must be free of the token by construction.
-  const model = new InspectionModel({ clock, ...(options.finishedLimit ? { finishedLimit: options.finishedLimit } : {}) });
-  const supervisor = createSupervisor({ nomad, clock, inspect: model.inspect });
+  const model = new InspectionModel({
+    clock,
+    ...(options.finishedLimit ? { finishedLimit: options.finishedLimit } : {}),
+    ...(options.timelineLimit === undefined ? {} : { timelineLimit: options.timelineLimit }),
+  });
+  const supervisor = createSupervisor({ nomad, clock, ...(options.inspectHook === false ? {} : { inspect: model.inspect }) });
   const detach = model.attach(supervisor);
   const server = await InspectorServer.start({ model, ...options.server });
   const verdicts: VerdictRecord[] = [];
@@ -74,6 +78,7 @@ export interface LiveClient {
   /** Every message received, as text. */
   readonly texts: string[];
   readonly messages: { type: string; [key: string]: unknown }[];
+  send(message: unknown): void;
   pause(): void;
   resume(): void;
   close(): void;
@@ -101,6 +106,7 @@ export async function openLive(url: string): Promise<LiveClient> {
   return {
     texts,
     messages,
+    send: (message) => socket.send(typeof message === 'string' ? message : JSON.stringify(message)),
     pause: () => raw?.pause(),
     resume: () => raw?.resume(),
     close: () => socket.terminate(),
