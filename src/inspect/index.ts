@@ -34,6 +34,7 @@ export {
   type VerdictInfo,
 } from './schema.js';
 export { InspectorServer, InspectorServerError, type ClientBacklog, type InspectorServerOptions } from './server.js';
-export { chartGraph, stateChart, type ChartEdge, type ChartGraph, type StateChart } from './chart.js';
+export { chartDiagram, chartGraph, type ChartArrow, type ChartDiagram, type ChartEdge, type ChartGraph } from './chart.js';
+export { stateChart, type StateChart } from './chartSvg.js';
 export { escapeHtml } from './escape.js';
 export { startInspector, type Inspector, type StartInspectorOptions } from './inspector.js';

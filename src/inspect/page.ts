@@ -4,7 +4,7 @@
  * definition (chart.ts); the script only marks the current state and the last move on it. Every
  * value from the cluster is put on the page with textContent, never parsed as HTML.
  */
-import type { StateChart } from './chart.js';
+import type { StateChart } from './chartSvg.js';
 
 export function pageHtml(chart: StateChart): string {
   return `<!doctype html>

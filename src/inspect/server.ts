@@ -20,7 +20,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AnyStateMachine } from 'xstate';
 import type { TimerHandle } from '../clock/index.js';
 import { allocationHealthMachine } from '../../machines/allocationHealth.js';
-import { stateChart } from './chart.js';
+import { stateChart } from './chartSvg.js';
 import type { InspectionModel } from './model.js';
 import { INSPECTOR_SCHEMA_VERSION, type FollowRequest, type TimelineMessage } from './schema.js';
 import { isoTime } from './time.js';
@@ -128,7 +128,7 @@ export class InspectorServer {
     if (host !== '127.0.0.1' && host !== '::1') throw new InspectorServerError(`the inspector listens on loopback only, not ${String(host)}`);
     const port = options.port ?? 0;
     if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InspectorServerError(`invalid inspector port ${port}`);
-    const chart = stateChart(options.chartOf ?? allocationHealthMachine);
+    const chart = await stateChart(options.chartOf ?? allocationHealthMachine);
     const page = pageHtml(chart);
     const http = createServer();
     const sockets = new WebSocketServer({ noServer: true, maxPayload: 1024 });
