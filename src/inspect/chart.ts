@@ -30,7 +30,7 @@ export interface ChartArrow {
   readonly grouped: boolean;
   /** The full transition labels (tooltip). */
   readonly labels: readonly string[];
-  /** What is written on the arrow, one line per transition. */
+  /** What is written on the arrow: each transition's short label, wrapped. */
   readonly lines: readonly string[];
 }
 
@@ -87,15 +87,51 @@ function eventWords(event: string): string {
   return event;
 }
 
+/**
+ * A guard as XState's Mermaid text writes it, in words: `and(not(allReady), someTaskRunning)` reads
+ * "not allReady and someTaskRunning". Anything it cannot read stays as it is.
+ */
+export function guardWords(guard: string): string {
+  let at = 0;
+  const expression = (): string => {
+    const name = /^[^(),\s]+/.exec(guard.slice(at))?.[0] ?? '';
+    at += name.length;
+    if (guard[at] !== '(') return name;
+    at += 1;
+    const operands: string[] = [];
+    while (at < guard.length && guard[at] !== ')') {
+      operands.push(expression());
+      while (guard[at] === ',' || guard[at] === ' ') at += 1;
+    }
+    at += 1;
+    if (name === 'not' && operands.length === 1) return `not ${operands[0]}`;
+    if ((name === 'and' || name === 'or') && operands.length > 0) return operands.join(` ${name} `);
+    return `${name}(${operands.join(', ')})`;
+  };
+  const words = expression();
+  return at === guard.length ? words : guard;
+}
+
 /** What an arrow says of a transition: its guard, with its event where the machine has several. */
 export function shortLabel(label: string, severalEvents: boolean): string {
   const [head = ''] = label.split(' / ');
   const match = /^(\S+)(?: \[(.*)\])?$/.exec(head.trim());
   if (!match) return head;
   const event = eventWords(match[1] ?? '');
-  const guard = match[2];
+  const guard = match[2] === undefined ? undefined : guardWords(match[2]);
   if (guard === undefined) return event;
   return severalEvents ? `${event} [${guard}]` : guard;
+}
+
+/** A label in lines of about `width` characters, broken at spaces. */
+export function wrap(text: string, width = 18): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines;
 }
 
 function eventOf(label: string): string {
@@ -125,7 +161,7 @@ export function chartDiagram(graph: ChartGraph): ChartDiagram {
     to,
     grouped: isGrouped,
     labels,
-    lines: labels.map((label) => shortLabel(label, severalEvents)),
+    lines: labels.flatMap((label) => wrap(shortLabel(label, severalEvents))),
   });
   const declared = (state: string): number => graph.states.indexOf(state);
   const arrows: ChartArrow[] = [...grouped]

@@ -69,7 +69,6 @@ function labelOf(arrow: ChartArrow): ElkLabel[] {
 const ROOT_OPTIONS = {
   'elk.algorithm': 'layered',
   'elk.direction': 'DOWN',
-  'elk.hierarchyHandling': 'INCLUDE_CHILDREN',
   'elk.edgeRouting': 'ORTHOGONAL',
   'elk.json.edgeCoords': 'ROOT',
   'elk.json.shapeCoords': 'ROOT',
@@ -118,30 +117,35 @@ export async function layoutChart(diagram: ChartDiagram): Promise<ChartLayout> {
     targets: [stateId(arrow.to)],
     labels: labelOf(arrow),
   });
-  const inside = diagram.arrows.map((arrow, i) => [arrow, i] as const).filter(([arrow]) => !arrow.grouped && inGroup.has(arrow.from[0] ?? '') && inGroup.has(arrow.to));
-  const outside = diagram.arrows.map((arrow, i) => [arrow, i] as const).filter(([arrow]) => !inside.some(([other]) => other === arrow));
+  const numbered = diagram.arrows.map((arrow, i) => [arrow, i] as const);
+  const inside = numbered.filter(([arrow]) => !arrow.grouped && inGroup.has(arrow.from[0] ?? '') && inGroup.has(arrow.to));
+  const outside = numbered.filter(([arrow]) => !inside.some(([other]) => other === arrow));
+  // The initial marker goes where its state is: in the box, or beside it.
+  const start: ElkNode[] = diagram.initial ? [{ id: START_ID, width: 14, height: 14, layoutOptions: { 'elk.layered.layering.layerConstraint': 'FIRST' } }] : [];
+  const startEdge: ElkExtendedEdge[] = diagram.initial ? [{ id: 'start', sources: [START_ID], targets: [stateId(diagram.initial)] }] : [];
+  const startInGroup = diagram.initial !== undefined && inGroup.has(diagram.initial);
+  // The box is laid out on its own (and so fits its states) unless an arrow crosses its border.
+  const crossing = outside.some(([arrow]) => !arrow.grouped && (inGroup.has(arrow.from[0] ?? '') || inGroup.has(arrow.to)));
+  const hierarchy = { 'elk.hierarchyHandling': crossing ? 'INCLUDE_CHILDREN' : 'SEPARATE_CHILDREN' };
   const group: ElkNode | undefined =
     inGroup.size === 0 ? undefined : {
       id: GROUP_ID,
-      layoutOptions: { 'elk.padding': `[top=${LABEL_LINE_PX + 16},left=14,bottom=26,right=14]`, 'elk.nodeLabels.placement': 'INSIDE V_TOP H_LEFT' },
+      layoutOptions: { ...ROOT_OPTIONS, ...hierarchy, 'elk.padding': `[top=${LABEL_LINE_PX + 16},left=14,bottom=20,right=14]`, 'elk.nodeLabels.placement': 'INSIDE V_TOP H_LEFT' },
       labels: [{ text: GROUP_CAPTION, width: captionWidth, height: LABEL_LINE_PX }],
-      children: diagram.group.map(stateNode),
-      edges: inside.map(([arrow, i]) => edgeOf(arrow, i)),
+      children: [...(startInGroup ? start : []), ...diagram.group.map(stateNode)],
+      edges: [...(startInGroup ? startEdge : []), ...inside.map(([arrow, i]) => edgeOf(arrow, i))],
     };
   const graph: ElkNode = {
     id: 'root',
-    layoutOptions: ROOT_OPTIONS,
+    layoutOptions: { ...ROOT_OPTIONS, ...hierarchy },
     children: [
-      ...(diagram.initial ? [{ id: START_ID, width: 14, height: 14, layoutOptions: { 'elk.layered.layering.layerConstraint': 'FIRST' } }] : []),
+      ...(startInGroup ? [] : start),
       ...(group ? [group] : []),
       ...diagram.states
         .filter((state) => !inGroup.has(state))
         .map((state) => (diagram.finals.includes(state) ? { ...stateNode(state), layoutOptions: { 'elk.layered.layering.layerConstraint': 'LAST' } } : stateNode(state))),
     ],
-    edges: [
-      ...(diagram.initial ? [{ id: 'start', sources: [START_ID], targets: [stateId(diagram.initial)] }] : []),
-      ...outside.map(([arrow, i]) => edgeOf(arrow, i)),
-    ],
+    edges: [...(startInGroup ? [] : startEdge), ...outside.map(([arrow, i]) => edgeOf(arrow, i))],
   };
   const laid = await (await loadElk())(graph);
   const nodes = new Map<string, ElkNode>();

@@ -8,7 +8,7 @@
 import { createMachine, type AnyStateMachine, type AnyStateNode } from 'xstate';
 import { allocationHealthMachine } from '../../machines/allocationHealth.js';
 import { evaluationMachine } from '../../machines/evaluation.js';
-import { shortLabel } from '../../src/inspect/chart.js';
+import { guardWords, shortLabel, wrap } from '../../src/inspect/chart.js';
 import type { Box, Point } from '../../src/inspect/chartLayout.js';
 import { stateChart, type StateChart } from '../../src/inspect/index.js';
 
@@ -134,7 +134,13 @@ test('the evaluation chart has no box: no transition is common to all its waitin
 
 test('arrow labels: the guard alone when the machine has one event, else the event and its guard; XState\'s internal events in words', () => {
   expect(shortLabel('observe [taskFailed] / judgeTaskFailed', false)).toBe('taskFailed');
-  expect(shortLabel('observe [and(not(allReady), someTaskRunning)] / record', false)).toBe('and(not(allReady), someTaskRunning)');
+  expect(shortLabel('observe [and(not(allReady), someTaskRunning)] / record', false)).toBe('not allReady and someTaskRunning');
+  expect(shortLabel('observe [not(someTaskRunning)] / record', false)).toBe('not someTaskRunning');
+  expect(guardWords('or(a, and(b, not(c)), d)')).toBe('a or b and not c or d');
+  expect(guardWords('custom(x)')).toBe('custom(x)');
+  expect(guardWords('unbalanced(')).toBe('unbalanced(');
+  expect(wrap('not allReady and someTaskRunning')).toEqual(['not allReady and', 'someTaskRunning']);
+  expect(wrap('EVALUATION.UPDATED [concernsThisEvaluation]')).toEqual(['EVALUATION.UPDATED', '[concernsThisEvaluation]']);
   expect(shortLabel('EVALUATION.UPDATED [concernsThisEvaluation] / recordUpdate', true)).toBe('EVALUATION.UPDATED [concernsThisEvaluation]');
   expect(shortLabel('STREAM.DOWN / markStreamDown', true)).toBe('STREAM.DOWN');
   expect(shortLabel('xstate.after.readRetry.evaluation.retrying', true)).toBe('after readRetry');
