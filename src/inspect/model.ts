@@ -152,6 +152,7 @@ export class InspectionModel {
   /** Pass to createSupervisor({ inspect }): every machine's steps arrive here. */
   readonly inspect: (event: InspectionEvent) => void;
   readonly finishedLimit: number;
+  readonly recentLimit: number;
   readonly clock: Clock;
   private readonly timelineLimit: number;
   private readonly secrets: string[];
@@ -170,7 +171,7 @@ export class InspectionModel {
     this.clock = options.clock;
     this.finishedLimit = options.finishedLimit ?? 200;
     this.timelineLimit = options.timelineLimit ?? 50;
-    const recent = options.recentLimit ?? 50;
+    const recent = (this.recentLimit = options.recentLimit ?? 50);
     this.finished = new BoundedHistory(this.finishedLimit);
     this.deployments = new BoundedHistory(recent);
     this.evaluations = new BoundedHistory(recent);
@@ -216,6 +217,7 @@ export class InspectionModel {
       now: isoTime(this.clock.now()),
       resynced,
       finishedLimit: this.finishedLimit,
+      recentLimit: this.recentLimit,
       connection: this.connection,
       allocations: [...this.live.values(), ...this.finished.values()].map((known) => known.info),
       deployments: [...this.deployments.values()],

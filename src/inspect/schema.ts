@@ -182,6 +182,8 @@ export interface InspectorSnapshot {
   /** Set on a snapshot sent instead of the deltas a slow client could not take. */
   resynced: boolean;
   finishedLimit: number;
+  /** How many deployments, evaluations, exec sessions and problems the server keeps (the latest). */
+  recentLimit: number;
   connection: ConnectionInfo;
   allocations: AllocationInfo[];
   deployments: DeploymentInfo[];
@@ -197,6 +199,9 @@ export type InspectorMessage = InspectorDelta & { now: IsoTime };
 export interface TimelineMessage {
   type: 'timeline';
   now: IsoTime;
+  /** The allocation followed. */
+  allocationId: string;
+  /** null: the server keeps no timeline for it (unknown, or no inspection events). */
   timeline: TimelineInfo | null;
 }
 

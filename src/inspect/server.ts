@@ -1,7 +1,7 @@
 /**
  * The inspection server: node:http and ws on loopback, started and stopped by its owner.
  *
- *   GET /                 the page (HTML; its script and style from /app.js and /app.css)
+ *   GET /                 the page (HTML; its script, style and icon from /app.js, /app.css, /favicon.svg)
  *   GET /api/snapshot     the model's snapshot as JSON (schema.ts)
  *   GET /api/allocations/<id>/timeline   the steps of one allocation's health machine
  *   WS  /api/live         the snapshot first, then one JSON delta per message; a client that sends
@@ -24,7 +24,9 @@ import { stateChart } from './chartSvg.js';
 import type { InspectionModel } from './model.js';
 import { INSPECTOR_SCHEMA_VERSION, type FollowRequest, type TimelineMessage } from './schema.js';
 import { isoTime } from './time.js';
-import { PAGE_SCRIPT, PAGE_STYLE, pageHtml } from './page.js';
+import { loadPageAssets, type PageAssets } from './assets.js';
+import { InspectorServerError } from './errors.js';
+import { FAVICON_SVG, pageHtml } from './page.js';
 
 export interface InspectorServerOptions {
   model: InspectionModel;
@@ -40,12 +42,11 @@ export interface InspectorServerOptions {
   tickMs?: number;
   /** The machine whose chart the page draws (default the allocation health machine). */
   chartOf?: AnyStateMachine;
+  /** Where the built app.js and app.css are (default the package's dist/inspector). */
+  assetsDir?: string;
 }
 
-export class InspectorServerError extends Error {
-  override name = 'InspectorServerError';
-  readonly code = 'WARDEN_INSPECTOR';
-}
+export { InspectorServerError };
 
 /** One client's outbox. */
 interface Client {
@@ -128,6 +129,7 @@ export class InspectorServer {
     if (host !== '127.0.0.1' && host !== '::1') throw new InspectorServerError(`the inspector listens on loopback only, not ${String(host)}`);
     const port = options.port ?? 0;
     if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InspectorServerError(`invalid inspector port ${port}`);
+    const assets = loadPageAssets(options.assetsDir);
     const chart = await stateChart(options.chartOf ?? allocationHealthMachine);
     const page = pageHtml(chart);
     const http = createServer();
@@ -137,7 +139,7 @@ export class InspectorServer {
       http.listen(port, host, resolve);
     });
     const ready = new InspectorServer(http, sockets, options.model, options);
-    http.on('request', (req: IncomingMessage, res: ServerResponse) => ready.route(req, res, page));
+    http.on('request', (req: IncomingMessage, res: ServerResponse) => ready.route(req, res, page, assets));
     http.on('upgrade', (req, socket, head) => {
       if (!ready.sameHost(req) || new URL(req.url ?? '/', 'http://x').pathname !== '/api/live' || !ready.sameOrigin(req)) {
         socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
@@ -173,7 +175,7 @@ export class InspectorServer {
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
 
-  private route(req: IncomingMessage, res: ServerResponse, page: string): void {
+  private route(req: IncomingMessage, res: ServerResponse, page: string, assets: PageAssets): void {
     if (!this.sameHost(req)) return void res.writeHead(421, { 'content-type': 'text/plain' }).end('Misdirected request\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
     const path = new URL(req.url ?? '/', 'http://x').pathname;
@@ -186,9 +188,11 @@ export class InspectorServer {
             "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         });
       case '/app.js':
-        return this.send(res, 'text/javascript; charset=utf-8', PAGE_SCRIPT);
+        return this.send(res, 'text/javascript; charset=utf-8', assets.script);
       case '/app.css':
-        return this.send(res, 'text/css; charset=utf-8', PAGE_STYLE);
+        return this.send(res, 'text/css; charset=utf-8', assets.style);
+      case '/favicon.svg':
+        return this.send(res, 'image/svg+xml', FAVICON_SVG);
       case '/api/snapshot':
         return this.send(res, 'application/json; charset=utf-8', this.model.serialize(this.model.snapshot()));
       default:
@@ -205,7 +209,7 @@ export class InspectorServer {
   }
 
   private timelineText(allocationId: string): string {
-    const message: TimelineMessage = { type: 'timeline', now: isoTime(this.model.clock.now()), timeline: this.model.timeline(allocationId) ?? null };
+    const message: TimelineMessage = { type: 'timeline', now: isoTime(this.model.clock.now()), allocationId, timeline: this.model.timeline(allocationId) ?? null };
     return this.model.serialize(message);
   }
 

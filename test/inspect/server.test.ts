@@ -4,7 +4,7 @@
  * clients, hostile names kept as data, no token in any byte served, and a client that stops reading.
  */
 import { createHash } from 'node:crypto';
-import { PAGE_SCRIPT } from '../../src/inspect/page.js';
+import { loadPageAssets } from '../../src/inspect/assets.js';
 import { InspectionModel, InspectorServer, InspectorServerError, type AllocationInfo } from '../../src/inspect/index.js';
 import { isoTime } from '../../src/inspect/time.js';
 import { VirtualClock } from '../../src/clock/index.js';
@@ -122,7 +122,7 @@ describe('the inspection server', () => {
       expect(api.headers.get('content-type')).toMatch(/^application\/json/);
       expect(api.headers.get('x-content-type-options')).toBe('nosniff');
       // The script puts values on the page as text only.
-      expect(PAGE_SCRIPT).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+      expect(loadPageAssets().script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
     } finally {
       await inspected.close();
     }
@@ -196,7 +196,21 @@ test('a port in use, a port out of range or a host off loopback is refused with 
   }
 });
 
-test('the page script compiles', () => {
-  // Compiled, not run: it needs a browser's document.
-  expect(() => new Function(PAGE_SCRIPT)).not.toThrow();
+test('the page\'s script and style are the built assets, served with their types; a server without them says how to build them', async () => {
+  const model = new InspectionModel({ clock: new VirtualClock({ start: START }) });
+  const server = await InspectorServer.start({ model, tickMs: 0 });
+  try {
+    const { script, style } = loadPageAssets();
+    const js = await get(server.url, '/app.js');
+    const css = await get(server.url, '/app.css');
+    expect(js).toMatchObject({ status: 200, body: script });
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(css).toMatchObject({ status: 200, body: style });
+    expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
+    // Built from TypeScript: the bundle names its sources.
+    expect(script).toContain('// src/inspect/browser/main.ts');
+  } finally {
+    await server.close();
+  }
+  await expect(InspectorServer.start({ model, assetsDir: '/nonexistent/inspector' })).rejects.toThrow(/page is not built .*run `npm run build:inspector`/);
 });

@@ -10,7 +10,8 @@ import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import type { VerdictRecord } from '../../src/supervisor/types.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { InspectionModel, InspectorServer, type AllocationInfo, type InspectorServerOptions, type InspectorSnapshot } from '../../src/inspect/index.js';
+import { apply, emptyState } from '../../src/inspect/browser/store.js';
+import { InspectionModel, InspectorServer, type AllocationInfo, type InspectorServerOptions, type InspectorSnapshot, type LiveMessage } from '../../src/inspect/index.js';
 import { flush } from '../supervisor/support/harness.js';
 
 export interface Inspected {
@@ -113,25 +114,11 @@ export async function openLive(url: string): Promise<LiveClient> {
   };
 }
 
-/** What a page knows after applying the messages in order, as the page script does. */
+/** The allocations a page knows after applying the messages in order: the page's own store. */
 export function rebuild(messages: LiveClient['messages']): Map<string, AllocationInfo> {
-  let allocations = new Map<string, AllocationInfo>();
-  let limit = Infinity;
-  for (const message of messages) {
-    if (message.type === 'snapshot') {
-      const snapshot = message as unknown as InspectorSnapshot;
-      allocations = new Map(snapshot.allocations.map((a) => [a.id, a]));
-      limit = snapshot.finishedLimit;
-    }
-    if (message.type === 'allocation') {
-      const allocation = message.allocation as AllocationInfo;
-      allocations.delete(allocation.id);
-      allocations.set(allocation.id, allocation);
-      const finished = [...allocations.values()].filter((a) => a.finished);
-      for (const old of finished.slice(0, Math.max(0, finished.length - limit))) allocations.delete(old.id);
-    }
-  }
-  return allocations;
+  const state = emptyState();
+  for (const message of messages) apply(state, message as unknown as LiveMessage);
+  return state.allocations;
 }
 
 export function byId(snapshot: InspectorSnapshot): Map<string, AllocationInfo> {
