@@ -1,59 +1,35 @@
-/** The supervisor's children: evaluations it monitors and exec sessions it runs; and its recent problems. */
+/** The supervisor's children: evaluations it monitors and exec sessions it runs; and its recent problems. Newest first. */
 import { el } from '../dom.js';
 import { clockText, instant, shortId } from '../format.js';
+import type { PageState } from '../store.js';
 import type { SidePanel } from './panel.js';
 
-const none = (text: string): Node[] => [el('p', { class: 'muted' }, text)];
+function listPanel<T>(id: string, title: string, items: (state: PageState) => Map<string, T>, none: string, item: (value: T) => HTMLLIElement): SidePanel {
+  return {
+    id,
+    title,
+    render: (state) => {
+      const values = [...items(state).values()].reverse();
+      return values.length === 0 ? [el('p', { class: 'muted' }, none)] : [el('ul', { class: 'list' }, ...values.map(item))];
+    },
+  };
+}
 
-export const evaluationsPanel: SidePanel = {
-  id: 'evaluations',
-  title: 'Evaluations',
-  render: (state) => {
-    const evaluations = [...state.evaluations.values()].reverse();
-    if (evaluations.length === 0) return none('none monitored');
-    return [
-      el(
-        'ul',
-        { class: 'list' },
-        ...evaluations.map((e) =>
-          el(
-            'li',
-            {},
-            el('span', { class: e.outcome === null ? '' : e.outcome.ok ? 'ok' : 'bad' }, `${shortId(e.id)} ${e.status ?? e.state}`),
-            e.jobId === null ? '' : ` · ${e.jobId}`,
-            e.outcome !== null && el('pre', {}, e.outcome.message),
-          ),
-        ),
-      ),
-    ];
-  },
-};
+export const evaluationsPanel = listPanel('evaluations', 'Evaluations', (state) => state.evaluations, 'none monitored', (e) =>
+  el(
+    'li',
+    {},
+    el('span', { class: e.outcome === null ? '' : e.outcome.ok ? 'ok' : 'bad' }, `${shortId(e.id)} ${e.status ?? e.state}`),
+    e.jobId === null ? '' : ` · ${e.jobId}`,
+    e.outcome !== null && el('pre', {}, e.outcome.message),
+  ),
+);
 
-export const execSessionsPanel: SidePanel = {
-  id: 'execSessions',
-  title: 'Exec sessions',
-  render: (state) => {
-    const sessions = [...state.execSessions.values()].reverse();
-    if (sessions.length === 0) return none('none');
-    return [el('ul', { class: 'list' }, ...sessions.map((s) => el('li', {}, `${s.id} · ${shortId(s.allocId)}/${s.task} · ${s.outcome ?? s.state}`)))];
-  },
-};
+export const execSessionsPanel = listPanel('execSessions', 'Exec sessions', (state) => state.execSessions, 'none', (s) =>
+  el('li', {}, `${s.id} · ${shortId(s.allocId)}/${s.task} · ${s.outcome ?? s.state}`),
+);
 
-export const problemsPanel: SidePanel = {
-  id: 'problems',
-  title: 'Problems',
-  render: (state) => {
-    const problems = [...state.problems.values()].reverse();
-    if (problems.length === 0) return none('none');
-    return [
-      el(
-        'ul',
-        { class: 'list' },
-        ...problems.map((p) => {
-          const at = instant(p.at);
-          return el('li', {}, el('span', { class: 'bad' }, p.kind), ` ${at === null ? '' : clockText(at)} `, el('pre', {}, p.message));
-        }),
-      ),
-    ];
-  },
-};
+export const problemsPanel = listPanel('problems', 'Problems', (state) => state.problems, 'none', (p) => {
+  const at = instant(p.at);
+  return el('li', {}, el('span', { class: 'bad' }, p.kind), ` ${at === null ? '' : clockText(at)} `, el('pre', {}, p.message));
+});
