@@ -1,5 +1,6 @@
 import type { Clock } from '../clock/index.js';
 import type { NomadTransportOptions } from '../nomad/transport.js';
+import type { LogSink } from '../supervisor/logger.js';
 
 /** Where a command writes and what it runs on; the CLI passes the process's, tests their own. */
 export interface CommandIo {
@@ -11,6 +12,8 @@ export interface CommandIo {
   color?: boolean;
   /** Options of the Nomad client (tests on a VirtualClock turn gzip off: gunzip runs on libuv's thread pool). */
   transport?: Omit<NomadTransportOptions, 'clock'>;
+  /** Where the supervisor's log records go (the command line's pino logger on stderr); none: silence. */
+  logger?: LogSink;
 }
 
 /** Ctrl-C ends the command cleanly: the supervisor stops and sockets close. */

@@ -8,6 +8,7 @@ import { createSupervisor, type DeploymentResult } from '../supervisor/index.js'
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
 import { nonNegativeInteger } from './argumentParsers.js';
 import { interruptSignal, type CommandIo } from './commandIo.js';
+import { processLogger } from './logging.js';
 import { errorMessage } from '../errorMessage.js';
 import { withoutCredentials } from '../secrets.js';
 
@@ -53,7 +54,13 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   };
   const nomad = new NomadClient(config, { ...io.transport, clock });
   const consul = consulConfigWhenSet(io.env);
-  const supervisor = createSupervisor({ nomad, clock, scope: { namespaces: [namespace], jobPrefixes: [jobId] }, ...(consul ? { consul } : {}) });
+  const supervisor = createSupervisor({
+    nomad,
+    clock,
+    scope: { namespaces: [namespace], jobPrefixes: [jobId] },
+    ...(consul ? { consul } : {}),
+    ...(io.logger ? { logger: io.logger } : {}),
+  });
   let timer: unknown;
   try {
     // Reading the job first tells an unreachable Nomad (2) from an unknown job (1), and gives the version.
@@ -101,12 +108,13 @@ export function registerGateCommand(program: Command): void {
     .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
     .option('--fail-fast', 'fail at the first unhealthy allocation instead of at the progress deadline')
     .option('--json', 'print the result as one JSON object')
-    .action(async (jobId: string, options: GateOptions) => {
+    .action(async (jobId: string, options: GateOptions, command: Command) => {
       process.exitCode = await gate(jobId, options, {
         env: process.env,
         write: (text) => process.stdout.write(`${text}\n`),
         signal: interruptSignal(),
         color: process.stdout.isTTY,
+        logger: processLogger(command, systemClock),
       });
     });
 }

@@ -1,4 +1,5 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { CLI_LOG_LEVELS, LOG_FORMATS } from './logging.js';
 import { registerExecCommand } from './execCommand.js';
 import { registerDemoCommand } from './demoCommand.js';
 import { registerGateCommand } from './gateCommand.js';
@@ -11,7 +12,9 @@ import { registerWatchCommand } from './watchCommand.js';
 export function buildProgram(): Command {
   const program = new Command('warden')
     .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
-    .showHelpAfterError();
+    .showHelpAfterError()
+    .addOption(new Option('--log-format <format>', 'log records on stderr as JSON lines or one readable line each (default: pretty on a terminal, else json)').choices(LOG_FORMATS))
+    .addOption(new Option('--log-level <level>', 'least severe level logged').choices(CLI_LOG_LEVELS).default('info'));
   registerWatchCommand(program);
   registerGateCommand(program);
   registerDemoCommand(program);

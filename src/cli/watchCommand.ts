@@ -10,6 +10,7 @@ import { startInspector } from '../inspect/inspector.js';
 import { portNumber } from './argumentParsers.js';
 import { interruptSignal, type CommandIo } from './commandIo.js';
 import { withoutCredentials } from '../secrets.js';
+import { processLogger } from './logging.js';
 
 /**
  * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
@@ -50,6 +51,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     clock,
     ...(inspector ? { inspect: inspector.inspect } : {}),
     ...(consul ? { consul } : {}),
+    ...(io.logger ? { logger: io.logger } : {}),
     scope: { ...(namespaces ? { namespaces } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
   });
   inspector?.attach(supervisor);
@@ -95,11 +97,17 @@ export function registerWatchCommand(program: Command): void {
     .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
     .option('--json', 'one JSON object a line')
     .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
-    .action(async (options: Omit<WatchOptions, 'inspect'> & { inspect?: number | true }) => {
+    .action(async (options: Omit<WatchOptions, 'inspect'> & { inspect?: number | true }, command: Command) => {
       const { inspect, ...rest } = options;
       process.exitCode = await watch(
         { ...rest, ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
-        { env: process.env, write: (text) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY },
+        {
+          env: process.env,
+          write: (text) => process.stdout.write(`${text}\n`),
+          signal: interruptSignal(),
+          color: process.stdout.isTTY,
+          logger: processLogger(command, systemClock),
+        },
       );
     });
 }

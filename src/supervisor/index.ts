@@ -14,7 +14,7 @@ import type { NomadConfig } from '../nomad/config.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulClient } from '../consul/client.js';
 import type { ConsulConfig } from '../consul/config.js';
-import { redactingLogger, silentLogger, type Logger } from './logger.js';
+import { silentLogger, structuredLogger, type LogSink } from './logger.js';
 import { nomadSource } from './nomadSource.js';
 import { resolveScope, type SupervisorScope } from './scope.js';
 import { Supervisor } from './supervisor.js';
@@ -27,7 +27,11 @@ export interface SupervisorOptions {
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
-  logger?: Logger;
+  /**
+   * Where log records go, called as pino is (`info(fields, message)`): a pino instance as it is,
+   * console, or any object with debug/info/warn/error. Tokens are removed from every record.
+   */
+  logger?: LogSink;
   /** Verdicts kept after their allocation's machine is stopped (default 10,000). */
   historySize?: number;
   inspect?: (event: InspectionEvent) => void;
@@ -50,7 +54,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
     clock,
     source: nomadSource(nomad, scope, clock),
     ownsClient,
-    logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
+    logger: structuredLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.historySize ? { historySize: options.historySize } : {}),
@@ -63,6 +67,6 @@ export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOption
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
-export type { Logger, LogFields, LogLevel } from './logger.js';
+export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
 export type { SupervisorScope } from './scope.js';
 export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';

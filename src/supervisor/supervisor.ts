@@ -23,7 +23,7 @@ import { BoundedHistory } from './boundedHistory.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
 import { InPlaceMoves, type MovingUpdate } from './inPlaceMoves.js';
 import type { SupervisorInput } from './inputs.js';
-import { silentLogger, type Logger } from './logger.js';
+import { silentLogger, structuredLogger, type LogSink, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 import { AllocationNotJudgedError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
@@ -39,7 +39,8 @@ export interface SupervisorRuntimeOptions {
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
-  logger?: Logger;
+  /** Where log records go, called as pino is (a pino instance fits as it is). */
+  logger?: LogSink;
   /** Verdicts kept after their allocation's actor is stopped (default 10,000). */
   historySize?: number;
   /** Inspection events of the supervisor actor, its children and every allocation's health machine. */
@@ -183,7 +184,7 @@ export class Supervisor implements ExecTarget {
   constructor(private readonly options: SupervisorRuntimeOptions) {
     const { nomad, clock, inspect } = options;
     this.scope = resolveScope(options.scope);
-    this.logger = options.logger ?? silentLogger;
+    this.logger = structuredLogger(options.logger ?? silentLogger);
     this.history = new BoundedHistory(options.historySize ?? 10_000);
     this.unwatched = new BoundedHistory(options.historySize ?? 10_000);
     this.jobFailures = new BoundedHistory(options.historySize ?? 10_000);
