@@ -1,4 +1,6 @@
 import { InvalidArgumentError } from 'commander';
+import { parseListenAddress, type ListenAddress } from '../metrics/server.js';
+import { errorMessage } from '../errorMessage.js';
 
 /** Command-line values checked where they are read, so a bad one is a usage error, not a crash later. */
 
@@ -18,4 +20,13 @@ export function nonNegativeInteger(text: string): number {
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('expected a non-negative integer');
   return value;
+}
+
+/** `[host:]port` to listen on. */
+export function listenAddress(text: string): ListenAddress {
+  try {
+    return parseListenAddress(text);
+  } catch (error) {
+    throw new InvalidArgumentError(errorMessage(error));
+  }
 }

@@ -7,7 +7,9 @@ import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
 import { startInspector } from '../inspect/inspector.js';
-import { portNumber } from './argumentParsers.js';
+import { listenAddress, portNumber } from './argumentParsers.js';
+import { startMetricsEndpoint } from './metricsEndpoint.js';
+import type { ListenAddress } from '../metrics/server.js';
 import { interruptSignal, type CommandIo } from './commandIo.js';
 import { withoutCredentials } from '../secrets.js';
 import { processLogger } from './logging.js';
@@ -26,6 +28,8 @@ export interface WatchOptions {
   json?: boolean;
   /** Serve the inspector on this port (0: any free one, printed). */
   inspect?: number;
+  /** Serve Prometheus metrics at http://<address>/metrics. */
+  metrics?: ListenAddress;
 }
 
 
@@ -43,7 +47,12 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   // First: a port in use fails the command before anything else is opened.
-  const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] });
+  const metrics = options.metrics === undefined ? undefined : await startMetricsEndpoint(options.metrics, clock);
+  const inspector =
+    options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] }).catch(async (error: unknown) => {
+      await metrics?.close();
+      throw error;
+    });
   const nomad = new NomadClient(config, { ...io.transport, clock });
   const namespaces = options.namespace ?? (config.namespace === undefined ? undefined : [config.namespace]);
   const supervisor = createSupervisor({
@@ -52,11 +61,14 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     ...(inspector ? { inspect: inspector.inspect } : {}),
     ...(consul ? { consul } : {}),
     ...(io.logger ? { logger: io.logger } : {}),
+    ...(metrics ? { streamMonitor: metrics.streamMonitor } : {}),
     scope: { ...(namespaces ? { namespaces } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
   });
   inspector?.attach(supervisor);
+  metrics?.observe(supervisor);
   const line = (human: string, json: object): void => io.write(options.json ? JSON.stringify(json) : human);
   if (inspector) line(`${paint('inspector', 'note', style)} ${inspector.url}`, { type: 'inspector', url: inspector.url });
+  if (metrics) line(`${paint('metrics', 'note', style)} ${metrics.url}`, { type: 'metrics', url: metrics.url });
   let exitCode = 0;
   let finish: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => {
@@ -83,6 +95,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   await finished;
   await supervisor.stop();
   await inspector?.close();
+  await metrics?.close();
   await nomad.close();
   return exitCode;
 }
@@ -97,10 +110,15 @@ export function registerWatchCommand(program: Command): void {
     .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
     .option('--json', 'one JSON object a line')
     .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
-    .action(async (options: Omit<WatchOptions, 'inspect'> & { inspect?: number | true }, command: Command) => {
-      const { inspect, ...rest } = options;
+    .option('--metrics [addr]', 'serve Prometheus metrics at http://[host:]port/metrics (default 127.0.0.1, any free port)', listenAddress)
+    .action(async (options: Omit<WatchOptions, 'inspect' | 'metrics'> & { inspect?: number | true; metrics?: ListenAddress | true }, command: Command) => {
+      const { inspect, metrics, ...rest } = options;
       process.exitCode = await watch(
-        { ...rest, ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
+        {
+          ...rest,
+          ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }),
+          ...(metrics === undefined ? {} : { metrics: metrics === true ? { host: '127.0.0.1', port: 0 } : metrics }),
+        },
         {
           env: process.env,
           write: (text) => process.stdout.write(`${text}\n`),

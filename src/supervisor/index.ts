@@ -15,7 +15,7 @@ import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulClient } from '../consul/client.js';
 import type { ConsulConfig } from '../consul/config.js';
 import { silentLogger, structuredLogger, type LogSink } from './logger.js';
-import { nomadSource } from './nomadSource.js';
+import { nomadSource, type EventStreamMonitor } from './nomadSource.js';
 import { resolveScope, type SupervisorScope } from './scope.js';
 import { Supervisor } from './supervisor.js';
 
@@ -41,6 +41,8 @@ export interface SupervisorOptions {
    * allocation. Without it such groups are left unjudged, with the reason.
    */
   consul?: ConsulClient | ConsulConfig;
+  /** Sees the event stream's batches and connection states as they arrive (metrics: see src/metrics). */
+  streamMonitor?: EventStreamMonitor;
 }
 
 export function createSupervisor(options: SupervisorOptions): Supervisor {
@@ -52,7 +54,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   return new Supervisor({
     nomad,
     clock,
-    source: nomadSource(nomad, scope, clock),
+    source: nomadSource(nomad, scope, clock, options.streamMonitor),
     ownsClient,
     logger: structuredLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),
@@ -67,6 +69,7 @@ export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOption
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
+export type { EventStreamMonitor } from './nomadSource.js';
 export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
 export type { SupervisorScope } from './scope.js';
 export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
