@@ -6,8 +6,9 @@ import { consulConfigWhenSet } from '../consul/config.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
+import type { JobShard } from '../supervisor/scope.js';
 import { startInspector } from '../inspect/inspector.js';
-import { listenAddress, portNumber } from './argumentParsers.js';
+import { jobShard, listenAddress, portNumber } from './argumentParsers.js';
 import { startMetricsEndpoint } from './metricsEndpoint.js';
 import type { ListenAddress } from '../metrics/server.js';
 import { interruptSignal, type CommandIo } from './commandIo.js';
@@ -25,6 +26,8 @@ export interface WatchOptions {
   /** Namespaces to watch; default the environment's NOMAD_NAMESPACE, else "default". */
   namespace?: string[];
   jobPrefix?: string[];
+  /** Judge only the jobs of this shard (`--shard i/n`). */
+  shard?: JobShard;
   json?: boolean;
   /** Serve the inspector on this port (0: any free one, printed). */
   inspect?: number;
@@ -62,7 +65,11 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     ...(consul ? { consul } : {}),
     ...(io.logger ? { logger: io.logger } : {}),
     ...(metrics ? { streamMonitor: metrics.streamMonitor } : {}),
-    scope: { ...(namespaces ? { namespaces } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
+    scope: {
+      ...(namespaces ? { namespaces } : {}),
+      ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}),
+      ...(options.shard ? { shard: options.shard } : {}),
+    },
   });
   inspector?.attach(supervisor);
   metrics?.observe(supervisor);
@@ -108,6 +115,7 @@ export function registerWatchCommand(program: Command): void {
     .description("Follow the cluster at NOMAD_ADDR and print each allocation's state changes and verdicts")
     .addOption(new Option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)'))
     .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
+    .option('--shard <i/n>', 'judge only the jobs that hash to shard i of n (n processes split the cluster, each job judged by one)', jobShard)
     .option('--json', 'one JSON object a line')
     .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
     .option('--metrics [addr]', 'serve Prometheus metrics at http://[host:]port/metrics (default 127.0.0.1, any free port)', listenAddress)

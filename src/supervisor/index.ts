@@ -71,5 +71,5 @@ export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } fro
 export type { SupervisorInput } from './inputs.js';
 export type { EventStreamMonitor } from './nomadSource.js';
 export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
-export type { SupervisorScope } from './scope.js';
+export { ShardError, shardOf, type JobShard, type SupervisorScope } from './scope.js';
 export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
