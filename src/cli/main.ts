@@ -4,6 +4,7 @@ import { registerExecCommand } from './execCommand.js';
 import { registerDemoCommand } from './demoCommand.js';
 import { registerGateCommand } from './gateCommand.js';
 import { registerWatchCommand } from './watchCommand.js';
+import { registerRecordCommands } from './recordCommands.js';
 
 /**
  * The `warden` command. Each subcommand lives in its own module and registers itself here; exit
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   registerGateCommand(program);
   registerDemoCommand(program);
   registerExecCommand(program);
+  registerRecordCommands(program);
   return program;
 }
 

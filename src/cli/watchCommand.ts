@@ -2,7 +2,6 @@ import { Option, type Command } from 'commander';
 import { systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
-import { consulConfigWhenSet } from '../consul/config.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
@@ -11,7 +10,7 @@ import { startInspector } from '../inspect/inspector.js';
 import { jobShard, listenAddress, portNumber } from './argumentParsers.js';
 import { startMetricsEndpoint } from './metricsEndpoint.js';
 import type { ListenAddress } from '../metrics/server.js';
-import { interruptSignal, type CommandIo } from './commandIo.js';
+import { consulClientFor, interruptSignal, type CommandIo } from './commandIo.js';
 import { withoutCredentials } from '../secrets.js';
 import { processLogger } from './logging.js';
 
@@ -46,13 +45,13 @@ const CONNECTION_WORDS: Record<ConnectionState, string> = {
 
 export async function watch(options: WatchOptions, io: CommandIo): Promise<number> {
   const config = nomadConfigFromEnv(io.env);
-  const consul = consulConfigWhenSet(io.env);
   const clock = io.clock ?? systemClock;
+  const consul = consulClientFor(io, clock);
   const style = { color: io.color ?? false };
   // First: a port in use fails the command before anything else is opened.
   const metrics = options.metrics === undefined ? undefined : await startMetricsEndpoint(options.metrics, clock);
   const inspector =
-    options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] }).catch(async (error: unknown) => {
+    options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.config.token] }).catch(async (error: unknown) => {
       await metrics?.close();
       throw error;
     });
@@ -64,6 +63,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     ...(inspector ? { inspect: inspector.inspect } : {}),
     ...(consul ? { consul } : {}),
     ...(io.logger ? { logger: io.logger } : {}),
+    ...(io.random ? { random: io.random } : {}),
     ...(metrics ? { streamMonitor: metrics.streamMonitor } : {}),
     scope: {
       ...(namespaces ? { namespaces } : {}),
@@ -103,6 +103,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   await supervisor.stop();
   await inspector?.close();
   await metrics?.close();
+  await consul?.close();
   await nomad.close();
   return exitCode;
 }

@@ -43,6 +43,8 @@ export interface SupervisorOptions {
   consul?: ConsulClient | ConsulConfig;
   /** Sees the event stream's batches and connection states as they arrive (metrics: see src/metrics). */
   streamMonitor?: EventStreamMonitor;
+  /** Jitter of reconnect back-off, in [0, 1) (default Math.random); a replay gives the recorded draws. */
+  random?: () => number;
 }
 
 export function createSupervisor(options: SupervisorOptions): Supervisor {
@@ -50,11 +52,16 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const ownsClient = !(options.nomad instanceof NomadClient);
   const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
   const scope = resolveScope(options.scope);
-  const consul = options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock });
+  const backoff = options.random === undefined ? undefined : { random: options.random };
+  const consul =
+    options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock, ...(backoff ? { backoff } : {}) });
   return new Supervisor({
     nomad,
     clock,
-    source: nomadSource(nomad, scope, clock, options.streamMonitor),
+    source: nomadSource(nomad, scope, clock, {
+      ...(options.streamMonitor ? { monitor: options.streamMonitor } : {}),
+      ...(backoff ? { backoff } : {}),
+    }),
     ownsClient,
     logger: structuredLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),

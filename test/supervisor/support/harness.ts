@@ -9,7 +9,7 @@ import { createSupervisor, type SupervisorOptions } from '../../../src/superviso
 import type { Supervisor } from '../../../src/supervisor/supervisor.js';
 import type { StateChange, SupervisorProblem, VerdictRecord } from '../../../src/supervisor/types.js';
 import { FakeNomad, type FakeNomadOptions } from '../../../src/testing/fakeNomad.js';
-import { readScenario, type Scenario } from '../../../src/testing/recording.js';
+import { isHeartbeatLine, readScenario, type RecordedLine, type Scenario } from '../../../src/testing/recording.js';
 
 export const SCENARIOS = join(__dirname, '..', '..', 'fixtures', 'nomad-1.1.2', 'scenarios');
 
@@ -86,4 +86,12 @@ export function loadScenario(name: string): Scenario & { opened: number; closed:
   const scenario = readScenario(join(SCENARIOS, name));
   const opened = Date.parse(scenario.meta.stream_opened_at);
   return { ...scenario, opened, closed: opened + Number(scenario.meta.stream_closed_t) };
+}
+
+/** The recording split right after the job's registration: a gate starts once the job exists. */
+export function splitAfterRegistration(lines: readonly RecordedLine[]): [RecordedLine[], RecordedLine[]] {
+  const data = lines.filter((line) => !isHeartbeatLine(line));
+  const at = data.findIndex((line) => line.raw.includes('"JobRegistered"') && line.raw.includes('"Topic":"Job"'));
+  const t = data[at]!.t;
+  return [data.slice(0, at + 1), data.slice(at + 1).map((line) => ({ ...line, t: line.t - t }))];
 }
