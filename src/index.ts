@@ -18,3 +18,4 @@ export { execSessionMachine } from '../machines/execSession.js';
 export { supervisorMachine } from '../machines/supervisor.js';
 export type { EvaluationOutcome } from '../machines/evaluationOutcome.js';
 export * from './metrics/index.js';
+export * from './nomadChecks/index.js';

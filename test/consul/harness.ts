@@ -69,12 +69,14 @@ export interface ServiceSpec {
 
 /**
  * A service job (update: health_check "checks", min_healthy_time 2 s, healthy_deadline 20 s) whose
- * group `app` has the task `main`; the services are the task's, or the group's with `group`.
+ * group `app` has the task `main`; the services are the task's, or the group's with `group`; Nomad's
+ * own (provider = "nomad") with `provider`.
  */
-export function checkedJob(id: string, services: readonly ServiceSpec[], options: { group?: boolean; count?: number } = {}): Record<string, unknown> {
+export function checkedJob(id: string, services: readonly ServiceSpec[], options: { group?: boolean; count?: number; provider?: 'nomad' } = {}): Record<string, unknown> {
   const base = serviceJob(id);
   const declared = services.map((service) => ({
     Name: service.name,
+    ...(options.provider ? { Provider: options.provider } : {}),
     PortLabel: 'http',
     ...(service.onUpdate ? { OnUpdate: service.onUpdate } : {}),
     Checks: service.checks.map((check) => ({ Name: check.name, Type: 'http', Path: '/', Interval: 1e9, Timeout: 1e9, ...(check.onUpdate ? { OnUpdate: check.onUpdate } : {}) })),
