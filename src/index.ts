@@ -17,3 +17,5 @@ export { evaluationMachine } from '../machines/evaluation.js';
 export { execSessionMachine } from '../machines/execSession.js';
 export { supervisorMachine } from '../machines/supervisor.js';
 export type { EvaluationOutcome } from '../machines/evaluationOutcome.js';
+export * from './metrics/index.js';
+export * from './nomadChecks/index.js';

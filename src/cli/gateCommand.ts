@@ -1,13 +1,15 @@
 import type { Command } from 'commander';
-import { systemClock } from '../clock/index.js';
+import { VirtualClock, systemClock, type Clock } from '../clock/index.js';
+import { readTrafficRecording } from '../nomad/recording/format.js';
+import { replayRecording, withRecording } from './recording.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
-import { consulConfigWhenSet } from '../consul/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
 import { nonNegativeInteger } from './argumentParsers.js';
-import { interruptSignal, type CommandIo } from './commandIo.js';
+import { consulClientFor, interruptSignal, type CommandIo } from './commandIo.js';
+import { processLogger } from './logging.js';
 import { errorMessage } from '../errorMessage.js';
 import { withoutCredentials } from '../secrets.js';
 
@@ -52,8 +54,15 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     else for (const text of lines) io.write(text);
   };
   const nomad = new NomadClient(config, { ...io.transport, clock });
-  const consul = consulConfigWhenSet(io.env);
-  const supervisor = createSupervisor({ nomad, clock, scope: { namespaces: [namespace], jobPrefixes: [jobId] }, ...(consul ? { consul } : {}) });
+  const consul = consulClientFor(io, clock);
+    const supervisor = createSupervisor({
+    nomad,
+    clock,
+    scope: { namespaces: [namespace], jobPrefixes: [jobId] },
+    ...(consul ? { consul } : {}),
+    ...(io.logger ? { logger: io.logger } : {}),
+    ...(io.random ? { random: io.random } : {}),
+  });
   let timer: unknown;
   try {
     // Reading the job first tells an unreachable Nomad (2) from an unknown job (1), and gives the version.
@@ -84,6 +93,7 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   } finally {
     if (timer !== undefined) clock.clearTimeout(timer);
     await supervisor.stop();
+    await consul?.close();
     await nomad.close();
   }
 }
@@ -101,12 +111,29 @@ export function registerGateCommand(program: Command): void {
     .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
     .option('--fail-fast', 'fail at the first unhealthy allocation instead of at the progress deadline')
     .option('--json', 'print the result as one JSON object')
-    .action(async (jobId: string, options: GateOptions) => {
-      process.exitCode = await gate(jobId, options, {
-        env: process.env,
-        write: (text) => process.stdout.write(`${text}\n`),
-        signal: interruptSignal(),
-        color: process.stdout.isTTY,
-      });
+    .option('--record <file>', 'write everything the gate reads to <file> (tokens never written), to replay it later')
+    .option('--replay <file>', 'judge over a recording (warden record, gate --record) instead of a cluster, on a simulated clock')
+    .action(async (jobId: string, options: GateOptions & { record?: string; replay?: string }, command: Command) => {
+      const { record, replay, ...gateOptions } = options;
+      const io = { env: process.env, write: (text: string) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY };
+      if (replay !== undefined) {
+        process.exitCode = await replayGate(replay, jobId, gateOptions, io, (clock) => processLogger(command, clock));
+        return;
+      }
+      const run = (commandIo: CommandIo): Promise<number> => gate(jobId, gateOptions, commandIo);
+      const live = { ...io, logger: processLogger(command, systemClock) };
+      process.exitCode = record === undefined ? await run(live) : await withRecording(record, { name: 'gate', options: { ...gateOptions, jobId } }, live, run);
     });
+}
+
+/**
+ * `warden gate <job> --replay <file>`: the gate over a recording (of a gate, or of a watch that saw the
+ * job). No verdict by the recording's end is a gate that timed out there.
+ */
+export async function replayGate(file: string, jobId: string, options: GateOptions, io: Omit<CommandIo, 'clock'>, logger?: (clock: Clock) => CommandIo['logger']): Promise<number> {
+  const recording = readTrafficRecording(file);
+  const clock = new VirtualClock({ start: recording.header.start });
+  const timeout = options.timeout ?? Math.ceil((recording.endsAt - recording.header.start) / 1000);
+  const replayIo = { ...io, ...(logger ? { logger: logger(clock) } : {}) };
+  return replayRecording(recording, { clock, until: recording.header.start + timeout * 1000 + 1 }, replayIo, (commandIo) => gate(jobId, { ...options, timeout }, commandIo));
 }

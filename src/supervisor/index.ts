@@ -14,8 +14,8 @@ import type { NomadConfig } from '../nomad/config.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulClient } from '../consul/client.js';
 import type { ConsulConfig } from '../consul/config.js';
-import { redactingLogger, silentLogger, type Logger } from './logger.js';
-import { nomadSource } from './nomadSource.js';
+import { silentLogger, structuredLogger, type LogSink } from './logger.js';
+import { nomadSource, type EventStreamMonitor } from './nomadSource.js';
 import { resolveScope, type SupervisorScope } from './scope.js';
 import { Supervisor } from './supervisor.js';
 
@@ -27,7 +27,11 @@ export interface SupervisorOptions {
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
-  logger?: Logger;
+  /**
+   * Where log records go, called as pino is (`info(fields, message)`): a pino instance as it is,
+   * console, or any object with debug/info/warn/error. Tokens are removed from every record.
+   */
+  logger?: LogSink;
   /** Verdicts kept after their allocation's machine is stopped (default 10,000). */
   historySize?: number;
   /**
@@ -42,6 +46,10 @@ export interface SupervisorOptions {
    * allocation. Without it such groups are left unjudged, with the reason.
    */
   consul?: ConsulClient | ConsulConfig;
+  /** Sees the event stream's batches and connection states as they arrive (metrics: see src/metrics). */
+  streamMonitor?: EventStreamMonitor;
+  /** Jitter of reconnect back-off, in [0, 1) (default Math.random); a replay gives the recorded draws. */
+  random?: () => number;
 }
 
 export function createSupervisor(options: SupervisorOptions): Supervisor {
@@ -49,13 +57,18 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const ownsClient = !(options.nomad instanceof NomadClient);
   const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
   const scope = resolveScope(options.scope);
-  const consul = options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock });
+  const backoff = options.random === undefined ? undefined : { random: options.random };
+  const consul =
+    options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock, ...(backoff ? { backoff } : {}) });
   return new Supervisor({
     nomad,
     clock,
-    source: nomadSource(nomad, scope, clock),
+    source: nomadSource(nomad, scope, clock, {
+      ...(options.streamMonitor ? { monitor: options.streamMonitor } : {}),
+      ...(backoff ? { backoff } : {}),
+    }),
     ownsClient,
-    logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
+    logger: structuredLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.historySize ? { historySize: options.historySize } : {}),
@@ -68,6 +81,7 @@ export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOption
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from './deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
-export type { Logger, LogFields, LogLevel } from './logger.js';
-export type { SupervisorScope } from './scope.js';
+export type { EventStreamMonitor } from './nomadSource.js';
+export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
+export { ShardError, shardOf, type JobShard, type SupervisorScope } from './scope.js';
 export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';

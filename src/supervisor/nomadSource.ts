@@ -1,5 +1,6 @@
-import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, type Observable } from 'rxjs';
+import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, tap, type Observable } from 'rxjs';
 import type { Clock } from '../clock/index.js';
+import type { BackoffOptions } from '../nomad/backoff.js';
 import type { NomadClient } from '../nomad/client.js';
 import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type BatchSkips, type SkippedEvent } from '../nomad/eventFrames.js';
 import { NomadHttpError } from '../nomad/errors.js';
@@ -105,16 +106,33 @@ function failureText(error: Error | undefined): string {
   return error?.message ?? 'unknown error';
 }
 
+/** Sees each event stream's batches and states as they are (metrics): it must not throw. */
+export interface EventStreamMonitor {
+  batch?(batch: EventBatch, namespace: string): void;
+  state?(state: StreamState, namespace: string): void;
+}
+
+export interface NomadSourceOptions {
+  monitor?: EventStreamMonitor;
+  /** Reconnect back-off (its jitter source: a replay's recorded draws). */
+  backoff?: BackoffOptions;
+}
+
 /**
  * The cluster as the supervisor reads it: one resumable event stream per watched namespace
  * (a single one for `*`), listing the allocations first (restart safety: list, then watch), with
  * the stream's connection state interleaved as inputs.
  */
-export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock): Observable<SupervisorInput> {
+export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, options: NomadSourceOptions = {}): Observable<SupervisorInput> {
+  const { monitor = {}, backoff } = options;
   const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
-  const streams = namespaces.map((namespace) =>
-    nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true }),
-  );
+  const streams = namespaces.map((namespace) => {
+    const stream = nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true, ...(backoff ? { backoff } : {}) });
+    return {
+      batches: stream.batches.pipe(tap((batch) => monitor.batch?.(batch, namespace))),
+      state: stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),
+    };
+  });
   const batches = merge(...streams.map((stream) => stream.batches)).pipe(concatMap((batch) => from(batchInputs(batch))));
   const states = combineLatest(streams.map((stream) => stream.state)).pipe(
     map(combinedState),

@@ -5,7 +5,7 @@ import { evaluationMachine, type ReadEvaluationInput } from '../../machines/eval
 import { evaluationOutcome, isTerminalEvaluation, type EvaluationOutcome, type EvaluationView } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId, execActorId, supervisorMachine } from '../../machines/supervisor.js';
 import type { TaskGroup } from '../nomad/types.js';
-import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
+import type { AllocationHealthContext, CheckView, HealthPolicy } from '../../machines/allocationHealthTypes.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js';
 import type { NomadClient } from '../nomad/client.js';
@@ -15,8 +15,9 @@ import type { InspectionObserver } from '../health/inspection.js';
 import { healthPolicyFor, type OptInHealthPolicy } from '../health/policy.js';
 import { allocationView } from '../health/allocationView.js';
 import { ConsulCheckFanOut } from '../consul/checkFanOut.js';
-import { hasNomadProviderChecks } from '../consul/checkViews.js';
 import type { ConsulClient } from '../consul/client.js';
+import { NomadCheckPoller } from '../nomadChecks/checkPoller.js';
+import { ServiceCheckSources } from '../nomadChecks/checkSources.js';
 import { JobCache } from '../streams/jobCache.js';
 import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
@@ -24,7 +25,7 @@ import { BoundedHistory } from './boundedHistory.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
 import { InPlaceMoves, type MovingUpdate } from './inPlaceMoves.js';
 import type { SupervisorInput } from './inputs.js';
-import { silentLogger, type Logger } from './logger.js';
+import { silentLogger, structuredLogger, type LogSink, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 import { AllocationNotJudgedError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
@@ -40,7 +41,8 @@ export interface SupervisorRuntimeOptions {
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
-  logger?: Logger;
+  /** Where log records go, called as pino is (a pino instance fits as it is). */
+  logger?: LogSink;
   /** Verdicts kept after their allocation's actor is stopped (default 10,000). */
   historySize?: number;
   /** Inspection events of the supervisor actor, its children and every allocation's health machine (an observer or a function, as XState takes). */
@@ -95,10 +97,6 @@ interface Waiter<T> {
 }
 
 /** Allocations that ended before we ever saw them run need no judging (old versions, purged jobs). */
-const NOMAD_CHECKS_UNREAD =
-  'Nomad\'s own check results (provider = "nomad"), which Nomad serves only one allocation at a time ' +
-  '(GET /v1/allocation/:id/checks, Nomad 1.4+) and this supervisor does not poll';
-
 function longFinished(allocation: Allocation): boolean {
   const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
   const ended = allocation.ClientStatus === 'complete' || allocation.ClientStatus === 'failed' || allocation.ClientStatus === 'lost';
@@ -182,12 +180,14 @@ export class Supervisor implements ExecTarget {
   /** Consul's checks, fanned out to the allocations judged by them (when a Consul source is given). */
   private readonly consul: ConsulCheckFanOut | undefined;
   private readonly consulSubscription: Subscription | undefined;
+  /** Where allocations judged by service checks get them: Nomad's own checks polled, or Consul's. */
+  private readonly checks: ServiceCheckSources;
   private stopped = false;
 
   constructor(private readonly options: SupervisorRuntimeOptions) {
     const { nomad, clock, inspect } = options;
     this.scope = resolveScope(options.scope);
-    this.logger = options.logger ?? silentLogger;
+    this.logger = structuredLogger(options.logger ?? silentLogger);
     this.history = new BoundedHistory(options.historySize ?? 10_000);
     this.unwatched = new BoundedHistory(options.historySize ?? 10_000);
     this.jobFailures = new BoundedHistory(options.historySize ?? 10_000);
@@ -204,6 +204,10 @@ export class Supervisor implements ExecTarget {
     this.registry = new HealthRegistry({ clock, ...(inspect ? { inspect } : {}) });
     this.registry.subscribe((change) => this.onHealthChange(change));
     this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    const listener = (id: string, checks: readonly CheckView[]): boolean => this.registry.updateChecks(id, checks);
+    const waiting = (id: string): boolean => this.registry.status(id)?.state !== 'pending';
+    const onError = (id: string, error: unknown): void => this.logger.debug("reading Nomad's checks failed; retrying", { allocId: id, error: errorMessage(error) });
+    this.checks = new ServiceCheckSources(new NomadCheckPoller(nomad, { clock, listener, waiting, onError }), this.consul);
     this.consulSubscription = options.consul
       ?.watchHealthChecks({
         onError: (error) => this.report({ kind: 'consul-unavailable', message: `Consul health query failed; retrying: ${error.message}` }),
@@ -380,6 +384,7 @@ export class Supervisor implements ExecTarget {
     this.stopped = true;
     this.subscription.unsubscribe();
     this.consulSubscription?.unsubscribe();
+    this.checks.stop();
     for (const id of [...this.tracked.keys()]) this.registry.drop(id);
     this.tracked.clear();
     this.resolving.clear();
@@ -491,7 +496,7 @@ export class Supervisor implements ExecTarget {
   private rewatch(id: string, allocation: Allocation): void {
     this.tracked.delete(id);
     this.registry.drop(id);
-    this.consul?.forget(id);
+    this.checks.forget(id);
     // A retry after a failed job lookup keeps the update that did the moving.
     const moving = this.rewatches.get(id);
     if (moving === undefined || deploymentOf(moving) !== deploymentOf(allocation)) this.rewatches.set(id, allocation);
@@ -542,11 +547,11 @@ export class Supervisor implements ExecTarget {
       const now = this.options.clock.now();
       const view = rewatchedBy && (observed.watchingSince ?? now) > now ? { ...observed, watchingSince: now } : observed;
       this.tracked.set(id, { ref: refOf(allocation), group, jobVersion: job.Version });
-      const checks = checksRequired(judged.policy) ? this.consul?.follow(id, group) : undefined;
+      const checks = checksRequired(judged.policy) ? this.checks.follow(id, allocation.Namespace, group) : undefined;
       this.registry.track(id, judged.policy, view, checks);
     } catch (error) {
       this.tracked.delete(id);
-      this.consul?.forget(id);
+      this.checks.forget(id);
       this.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
     }
   }
@@ -567,12 +572,7 @@ export class Supervisor implements ExecTarget {
     if (!decision.watched) return { reason: decision.reason };
     if (checksRequired(decision.policy)) {
       const groupSpec = (job.TaskGroups ?? []).find((candidate) => candidate.Name === group);
-      // Nomad's own checks first: a Consul source would not help them. Nomad's tracker reads their
-      // results on the client; the API serves them per allocation only (no listing, no event).
-      const missing =
-        groupSpec !== undefined && hasNomadProviderChecks(groupSpec) ? NOMAD_CHECKS_UNREAD
-        : this.consul === undefined ? 'a Consul source this supervisor does not have'
-        : undefined;
+      const missing = groupSpec && this.checks.unavailable(groupSpec);
       if (missing !== undefined) return { reason: `group ${group} is judged by its service checks (health_check = "checks"), which need ${missing}` };
     }
     return { policy: decision.policy };
@@ -595,7 +595,7 @@ export class Supervisor implements ExecTarget {
     const record: VerdictRecord = { alloc: tracked.ref, outcome: change.outcome };
     this.tracked.delete(change.allocationId);
     this.registry.drop(change.allocationId);
-    this.consul?.forget(change.allocationId);
+    this.checks.forget(change.allocationId);
     this.history.set(change.allocationId, record);
     this.verdictSubject.next(record);
     for (const waiter of this.verdictWaiters.get(change.allocationId) ?? []) waiter.resolve(record);

@@ -185,7 +185,7 @@ test('watch (lines for people) and an unreachable gate show the address without 
 test('problems$ and the logger: every record scrubbed, the stream error text included', async () => {
   const clock = new VirtualClock({ start: START });
   const logged: string[] = [];
-  const log = (message: string, fields?: object): void => void logged.push(`${message} ${JSON.stringify(fields ?? {})}`);
+  const log = (fields: object, message: string): void => void logged.push(`${message} ${JSON.stringify(fields)}`);
   const problems: SupervisorProblem[] = [];
   const consul = new ConsulClient(consulConfigFromEnv(env), { clock, gzip: false });
   const supervisor = createSupervisor({ nomad: nomadConfigFromEnv(env), clock, consul, logger: { debug: log, info: log, warn: log, error: log } });

@@ -4,7 +4,7 @@
  * emptied), kept in its event buffer as a Nomad that sent it would; the whole supervisor follows
  * over loopback on a VirtualClock.
  */
-import type { LogFields, Logger } from '../../src/supervisor/logger.js';
+import type { LogFields, LogSink } from '../../src/supervisor/logger.js';
 import { parseLossless, stringifyLossless } from '../../src/testing/losslessJson.js';
 import type { LineRewrite } from '../../src/testing/nomad/replay.js';
 import { replayScenario } from '../health/support/replayScenario.js';
@@ -20,7 +20,7 @@ async function follow(name: string, rewriteLine: LineRewrite) {
   const scenario = loadScenario(name);
   const warnings: Warning[] = [];
   const ignore = (): void => undefined;
-  const logger: Logger = { debug: ignore, info: ignore, error: ignore, warn: (message, fields) => warnings.push({ message, fields }) };
+  const logger: LogSink = { debug: ignore, info: ignore, error: ignore, warn: (fields, message) => warnings.push({ message, fields }) };
   let streamRequests = 0;
   let listings = 0;
   const harness = await startHarness(scenario.opened, { logger }, (fake) =>

@@ -6,6 +6,7 @@ import type { NomadConfig } from '../config.js';
 import { decodeServerFrame, encodeClientFrame, type ClientFrame, type ServerFrame } from './frames.js';
 import { ExecProtocolError, errorFromClose, errorFromHttpStatus, type ExecError } from './errors.js';
 import { execSocketOptions, execUrl, type ExecRequest } from './request.js';
+import { publishExecBytes } from './bytesChannel.js';
 
 /** How the session goes. `exited` and `failed` are terminal: at most one of them, once. */
 export interface ExecConnectionListener {
@@ -58,7 +59,10 @@ export class ExecConnection {
     this.stdout = new Readable({ highWaterMark, read: () => this.#resumeUnless(this.stderr) });
     this.stderr = new Readable({ highWaterMark, read: () => this.#resumeUnless(this.stdout) });
     this.stdin = new Writable({
-      write: (chunk: Buffer, _encoding, callback) => this.#send({ kind: 'stdin', data: chunk }, callback),
+      write: (chunk: Buffer, _encoding, callback) => {
+        publishExecBytes('stdin', chunk.length);
+        this.#send({ kind: 'stdin', data: chunk }, callback);
+      },
       final: (callback) => this.#closeStdin(callback),
     });
   }
@@ -154,6 +158,7 @@ export class ExecConnection {
       case 'stdout':
       case 'stderr': {
         const stream = this[frame.kind];
+        publishExecBytes(frame.kind, frame.data.length);
         if (this.#endedOutputs.has(stream) || stream.push(frame.data)) return;
         ws.pause();
         return;
