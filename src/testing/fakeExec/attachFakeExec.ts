@@ -5,7 +5,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
 import { requestToken, type FakeNomadVersion } from '../nomad/wire.js';
-import { resolveExecutable, spawnLocal, type LocalProcess } from './processes.js';
+import { loadNodePty } from './nodePty.js';
+import { resolveExecutable, spawnPiped, spawnTerminal, type LocalProcess, type SpawnRequest } from './processes.js';
 
 /** What the fake knows of an allocation. */
 export interface FakeExecTarget {
@@ -53,7 +54,7 @@ const EXEC_PATH = /^\/v1\/client\/allocation\/([^/]+)\/exec$/;
  * (test/fixtures/nomad-1.1.2/exec): the upgrade always succeeds, errors come as close frames
  * (1008 unknown allocation, 1011 unknown task or a command that cannot start), output in base64
  * frames of at most 4096 bytes, `exit_code` left out when 0, and with tty=false nothing final is sent
- * before the client closes stdin.
+ * before the client closes stdin. Terminals need node-pty, loaded only then (an optional peer dependency).
  */
 export function attachFakeExec(server: Server, options: FakeExecOptions): FakeExec {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
@@ -113,13 +114,30 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${executable.error}`);
     }
     mkdirSync(target.workdir, { recursive: true });
-    let child: LocalProcess;
-    try {
-      child = spawnLocal({ file: executable.file, args, cwd: target.workdir, env, tty });
-    } catch (error) {
-      return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${(error as Error).message}`);
-    }
-    runSession(ws, child, tty);
+    const request: SpawnRequest = { file: executable.file, args, cwd: target.workdir, env };
+    const launch = (spawn: () => LocalProcess): void => {
+      let child: LocalProcess;
+      try {
+        child = spawn();
+      } catch (error) {
+        return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${(error as Error).message}`);
+      }
+      runSession(ws, child, tty);
+    };
+    if (!tty) return launch(() => spawnPiped(request));
+    // node-pty loads on the first terminal asked for; the client's frames wait in the socket meanwhile.
+    ws.pause();
+    loadNodePty().then(
+      (pty) => {
+        if (ws.readyState === ws.OPEN) launch(() => spawnTerminal(request, pty));
+        ws.resume();
+      },
+      (error: unknown) => {
+        // Reading again lets the closing handshake complete. Nomad's wording (executor runTTY).
+        ws.resume();
+        closeWith(ws, 1011, `failed to open a tty: ${(error as Error).message}`);
+      },
+    );
   }
 
   function runSession(ws: WebSocket, child: LocalProcess, tty: boolean): void {

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import * as pty from 'node-pty';
+import type { NodePtyModule } from './nodePty.js';
 
 /**
  * The command side of a fake exec session: a real local process, with pipes (tty=false) or a
@@ -29,7 +29,6 @@ export interface SpawnRequest {
   args: readonly string[];
   cwd: string;
   env: Record<string, string>;
-  tty: boolean;
 }
 
 /** Go's os/exec wording, as Nomad relays it: the executable could not be found or run. */
@@ -83,11 +82,8 @@ function ignoreClosed(operation: () => void): void {
 
 const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13 };
 
-export function spawnLocal(request: SpawnRequest): LocalProcess {
-  return request.tty ? spawnTerminal(request) : spawnPiped(request);
-}
-
-function spawnPiped(request: SpawnRequest): LocalProcess {
+/** A command on pipes: stdout and stderr apart, stdin's end is EOF. */
+export function spawnPiped(request: SpawnRequest): LocalProcess {
   const child = spawn(request.file, [...request.args], {
     cwd: request.cwd,
     env: request.env,
@@ -127,7 +123,8 @@ function spawnPiped(request: SpawnRequest): LocalProcess {
   };
 }
 
-function spawnTerminal(request: SpawnRequest): LocalProcess {
+/** A command on a pseudo-terminal (node-pty, loaded by the caller only when a session asks for one). */
+export function spawnTerminal(request: SpawnRequest, pty: NodePtyModule): LocalProcess {
   const terminal = pty.spawn(request.file, [...request.args], {
     name: 'xterm',
     cols: 80,
