@@ -8,7 +8,8 @@ import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
 import { nonNegativeInteger } from './argumentParsers.js';
-import { consulClientFor, interruptSignal, type CommandIo } from './commandIo.js';
+import { consulClientFor, interruptedExitCode, processIo, type CommandIo } from './commandIo.js';
+import { EXIT_UNREACHABLE } from './exitCodes.js';
 import { processLogger } from './logging.js';
 import { errorMessage } from '../errorMessage.js';
 import { withoutCredentials } from '../secrets.js';
@@ -20,7 +21,7 @@ import { withoutCredentials } from '../secrets.js';
  * not (no progress by the progress deadline, an unhealthy allocation with progress_deadline 0 or
  * --fail-fast, a placement failure, Nomad ending the deployment, an unknown job, no answer within
  * --timeout); 2 when Nomad could not be reached; 3 when the canaries are healthy and the deployment
- * waits for a manual promotion.
+ * waits for a manual promotion; 130 (143) when Ctrl-C (SIGTERM) ended the wait. Errors go to stderr.
  */
 
 export interface GateOptions {
@@ -35,7 +36,7 @@ export interface GateOptions {
 
 export const GATE_HEALTHY = 0;
 export const GATE_UNHEALTHY = 1;
-export const GATE_UNREACHABLE = 2;
+export const GATE_UNREACHABLE = EXIT_UNREACHABLE;
 export const GATE_AWAITING_PROMOTION = 3;
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -49,10 +50,11 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const namespace = config.namespace ?? 'default';
-  const say = (lines: string[], json: object): void => {
-    if (options.json) io.write(JSON.stringify(json));
-    else for (const text of lines) io.write(text);
+  const say = (lines: string[], json: object, write = io.write): void => {
+    if (options.json) write(JSON.stringify(json));
+    else for (const text of lines) write(text);
   };
+  const sayError = (lines: string[], json: object): void => say(lines, json, io.error ?? io.write);
   const nomad = new NomadClient(config, { ...io.transport, clock });
   const consul = consulClientFor(io, clock);
     const supervisor = createSupervisor({
@@ -77,7 +79,7 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     if (outcome === 'timeout' || outcome === 'interrupted') {
       const reason = outcome === 'timeout' ? `no verdict within ${timeoutS}s` : 'interrupted';
       say([`${paint('✘', 'bad', style)} ${jobId} version ${version}: ${reason}`], { type: 'deployment', ok: false, jobId, version, reason });
-      return GATE_UNHEALTHY;
+      return outcome === 'interrupted' ? interruptedExitCode(io.signal) : GATE_UNHEALTHY;
     }
     say(describeDeployment(outcome, style), deploymentRecord(outcome));
     if (!outcome.ok) return GATE_UNHEALTHY;
@@ -85,10 +87,10 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   } catch (error) {
     const message = errorMessage(error);
     if (isUnreachable(error)) {
-      say([`${paint('✘', 'bad', style)} Nomad at ${withoutCredentials(config.address)} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
+      sayError([`${paint('✘', 'bad', style)} Nomad at ${withoutCredentials(config.address)} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
       return GATE_UNREACHABLE;
     }
-    say([`${paint('✘', 'bad', style)} ${jobId}: ${message}`], { type: 'error', unreachable: false, message });
+    sayError([`${paint('✘', 'bad', style)} ${jobId}: ${message}`], { type: 'error', unreachable: false, message });
     return GATE_UNHEALTHY;
   } finally {
     if (timer !== undefined) clock.clearTimeout(timer);
@@ -103,7 +105,7 @@ export function registerGateCommand(program: Command): void {
   program
     .command('gate')
     .description(
-      "Wait for a job's deployment as Nomad's deployment watcher judges it: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion",
+      "Wait for a job's deployment as Nomad's deployment watcher judges it: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion, 130 when interrupted",
     )
     .argument('<job>', 'job id')
     .option('--version <n>', 'job version to judge (default: the current one)', nonNegativeInteger)
@@ -115,7 +117,7 @@ export function registerGateCommand(program: Command): void {
     .option('--replay <file>', 'judge over a recording (warden record, gate --record) instead of a cluster, on a simulated clock')
     .action(async (jobId: string, options: GateOptions & { record?: string; replay?: string }, command: Command) => {
       const { record, replay, ...gateOptions } = options;
-      const io = { env: process.env, write: (text: string) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY };
+      const io = processIo();
       if (replay !== undefined) {
         process.exitCode = await replayGate(replay, jobId, gateOptions, io, (clock) => processLogger(command, clock));
         return;

@@ -10,15 +10,17 @@ import { startInspector } from '../inspect/inspector.js';
 import { jobShard, listenAddress, portNumber } from './argumentParsers.js';
 import { startMetricsEndpoint } from './metricsEndpoint.js';
 import type { ListenAddress } from '../metrics/server.js';
-import { consulClientFor, interruptSignal, type CommandIo } from './commandIo.js';
+import { consulClientFor, processIo, type CommandIo } from './commandIo.js';
+import { EXIT_UNREACHABLE } from './exitCodes.js';
 import { withoutCredentials } from '../secrets.js';
 import { processLogger } from './logging.js';
 
 /**
  * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
  * scope and prints each allocation's state changes and verdicts, one line each, with the reasons;
- * `--json` prints one JSON object a line. Runs until interrupted; exit code 2 when the event stream
- * gives up (a permanent error such as a refused token).
+ * `--json` prints one JSON object a line; problems go to stderr. Runs until interrupted (Ctrl-C or
+ * SIGTERM: exit 0, its normal end); exit code 2 when the event stream gives up (a permanent error
+ * such as a refused token).
  */
 
 export interface WatchOptions {
@@ -73,7 +75,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   });
   inspector?.attach(supervisor);
   metrics?.observe(supervisor);
-  const line = (human: string, json: object): void => io.write(options.json ? JSON.stringify(json) : human);
+  const line = (human: string, json: object, write = io.write): void => write(options.json ? JSON.stringify(json) : human);
   if (inspector) line(`${paint('inspector', 'note', style)} ${inspector.url}`, { type: 'inspector', url: inspector.url });
   if (metrics) line(`${paint('metrics', 'note', style)} ${metrics.url}`, { type: 'metrics', url: metrics.url });
   let exitCode = 0;
@@ -91,9 +93,10 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   supervisor.changes$.subscribe((change) => io.write(options.json ? changeJson(change) : describeChange(change, style)));
   supervisor.verdicts$.subscribe((record) => io.write(options.json ? verdictJson(record) : describeVerdict(record, style)));
   supervisor.problems$.subscribe((problem) => {
-    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint('problem', 'bad', style)} ${problem.message}`, { type: 'problem', time: formatTime(clock.now()), ...problem });
+    // Problems are errors: stderr.
+    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint('problem', 'bad', style)} ${problem.message}`, { type: 'problem', time: formatTime(clock.now()), ...problem }, io.error ?? io.write);
     if (problem.kind === 'stream-failed') {
-      exitCode = 2;
+      exitCode = EXIT_UNREACHABLE;
       finish();
     }
   });
@@ -128,13 +131,7 @@ export function registerWatchCommand(program: Command): void {
           ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }),
           ...(metrics === undefined ? {} : { metrics: metrics === true ? { host: '127.0.0.1', port: 0 } : metrics }),
         },
-        {
-          env: process.env,
-          write: (text) => process.stdout.write(`${text}\n`),
-          signal: interruptSignal(),
-          color: process.stdout.isTTY,
-          logger: processLogger(command, systemClock),
-        },
+        { ...processIo(), logger: processLogger(command, systemClock) },
       );
     });
 }
