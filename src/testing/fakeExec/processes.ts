@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { constants } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { NodePtyModule } from './nodePty.js';
@@ -15,8 +16,11 @@ export interface LocalProcess {
   onOutput(listener: (stream: 'stdout' | 'stderr', data: Buffer) => void): void;
   /** Called once the process has exited and all its output was delivered. */
   onDone(listener: (exitCode: number) => void): void;
-  /** Input for the command; calls `drained` once it has taken it in, so the sender can pace itself. */
-  write(data: Buffer, drained: () => void): void;
+  /**
+   * Input for the command; calls `done` once it has taken it in, so the sender can pace itself, with
+   * false when it had nowhere to go (the command closed its stdin or exited: EPIPE).
+   */
+  write(data: Buffer, done: (accepted: boolean) => void): void;
   closeStdin(): void;
   resize(rows: number, cols: number): void;
   /** Stops (true) or restarts (false) reading output: backpressure. */
@@ -56,7 +60,7 @@ const ERRNO_TEXT: Readonly<Record<string, string>> = {
 function executableProblem(file: string): string | undefined {
   try {
     if (statSync(file).isDirectory()) return ERRNO_TEXT.EACCES;
-    accessSync(file, constants.X_OK);
+    accessSync(file, fsConstants.X_OK);
     return undefined;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? '';
@@ -80,7 +84,6 @@ function ignoreClosed(operation: () => void): void {
   }
 }
 
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13 };
 
 /** A command on pipes: stdout and stderr apart, stdin's end is EOF. */
 export function spawnPiped(request: SpawnRequest): LocalProcess {
@@ -102,11 +105,12 @@ export function spawnPiped(request: SpawnRequest): LocalProcess {
     },
     onDone: (listener) => {
       child.on('error', () => listener(127));
-      child.on('close', (code, signal) => listener(code ?? 128 + (SIGNAL_NUMBERS[signal ?? ''] ?? 0)));
+      child.on('close', (code, signal) => listener(code ?? 128 + (signal === null ? 0 : constants.signals[signal])));
     },
-    write: (data, drained) => {
-      if (!child.stdin.writable || child.stdin.write(data)) drained();
-      else child.stdin.once('drain', drained);
+    write: (data, done) => {
+      if (!child.stdin.writable) return done(false);
+      // Called once the pipe has taken the data, or with EPIPE when the command closed its end.
+      child.stdin.write(data, (error) => done(error === undefined || error === null));
     },
     closeStdin: () => child.stdin.end(),
     // Without a terminal there is no window size to change.
@@ -143,13 +147,16 @@ export function spawnTerminal(request: SpawnRequest, pty: NodePtyModule): LocalP
       terminal.onExit(({ exitCode, signal }) => listener(signal ? 128 + signal : exitCode));
     },
     // Input or a resize racing the terminal's end has nowhere to go.
-    write: (data, drained) => {
+    write: (data, done) => {
       ignoreClosed(() => terminal.write(data));
-      drained();
+      done(true);
     },
     // With a terminal, closing stdin is not EOF (Ctrl-D is): Nomad does nothing.
     closeStdin: () => undefined,
-    resize: (rows, cols) => ignoreClosed(() => terminal.resize(cols, rows)),
+    resize: (rows, cols) => {
+      // Nomad's pty takes 0×0 (a terminal that reports no size); node-pty refuses it, so the size stays.
+      if (rows > 0 && cols > 0) ignoreClosed(() => terminal.resize(cols, rows));
+    },
     pauseOutput: (paused) => {
       if (paused) terminal.pause();
       else terminal.resume();
