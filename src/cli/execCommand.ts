@@ -1,6 +1,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { InvalidArgumentError, type Command } from 'commander';
-import { systemClock, type Clock } from '../clock/index.js';
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/systemClock.js';
 import { ExecClient } from '../exec/execClient.js';
 import { runCommand } from '../exec/runCommand.js';
 import type { ExecSession } from '../exec/sessions.js';

@@ -4,8 +4,9 @@
  * convention (any status but 200 is an error whose body is plain text).
  */
 import { Pool, type Dispatcher } from 'undici';
-import type { Clock } from '../clock/index.js';
-import { systemClock } from '../clock/index.js';
+import type { Clock } from '../clock/clock.js';
+// Not the clock index: it loads the RxJS scheduler, which a command line that only makes requests need not.
+import { systemClock } from '../clock/systemClock.js';
 import { parseRetryAfter } from './backoff.js';
 import type { NomadConfig } from './config.js';
 import { registerSecret } from '../secrets.js';

@@ -77,7 +77,8 @@ test('usage errors exit 64 with the message on stderr; --help and --version exit
     const out = jest.spyOn(process.stdout, 'write').mockImplementation((text) => written.push(`out:${String(text)}`) > 0);
     const err = jest.spyOn(process.stderr, 'write').mockImplementation((text) => written.push(`err:${String(text)}`) > 0);
     try {
-      return { code: await main(['node', 'warden', ...args], buildProgram('9.9.9')), written: written.join('') };
+      const argv = ['node', 'warden', ...args];
+      return { code: await main(argv, await buildProgram(argv, '9.9.9')), written: written.join('') };
     } finally {
       out.mockRestore();
       err.mockRestore();
