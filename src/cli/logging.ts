@@ -2,6 +2,7 @@ import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Clock } from '../clock/index.js';
 import { formatTime, paint, type DescribeOptions } from '../supervisor/describe.js';
 import { LOG_LEVELS, structuredLogger, type LogLevel, type Logger } from '../supervisor/logger.js';
+import { useColor } from './commandIo.js';
 
 /**
  * The command line's one logger: pino, writing to stderr (stdout is the command's own output), as
@@ -76,7 +77,7 @@ export function processLogger(command: { optsWithGlobals(): Record<string, unkno
     format: logFormat ?? (terminal ? 'pretty' : 'json'),
     level: logLevel ?? 'info',
     clock,
-    color: terminal && process.env.NO_COLOR === undefined,
+    color: useColor(process.stderr, process.env),
     secrets: [process.env.NOMAD_TOKEN, process.env.CONSUL_HTTP_TOKEN],
   });
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { VirtualClock, systemClock, type Clock } from '../clock/index.js';
 import { readTrafficRecording } from '../nomad/recording/format.js';
 import { jobShard, positiveNumber } from './argumentParsers.js';
-import { interruptSignal, type CommandIo } from './commandIo.js';
+import { processIo, type CommandIo } from './commandIo.js';
 import { gate } from './gateCommand.js';
 import { processLogger } from './logging.js';
 import { replayRecording, withRecording, type RecordedCommand } from './recording.js';
@@ -22,13 +22,6 @@ export async function replay(file: string, options: { json?: boolean; speed?: nu
   return replayRecording(recording, { clock, ...(options.speed === undefined ? {} : { speed: options.speed }) }, replayIo, run);
 }
 
-const stdoutIo = (): Omit<CommandIo, 'clock'> => ({
-  env: process.env,
-  write: (text) => process.stdout.write(`${text}\n`),
-  signal: interruptSignal(),
-  color: process.stdout.isTTY,
-});
-
 export function registerRecordCommands(program: Command): void {
   program
     .command('record')
@@ -41,7 +34,7 @@ export function registerRecordCommands(program: Command): void {
     .action(async (file: string, options: WatchOptions, command: Command) => {
       const { namespace, jobPrefix, shard } = options;
       const recorded: RecordedCommand = { name: 'watch', options: { ...(namespace ? { namespace } : {}), ...(jobPrefix ? { jobPrefix } : {}), ...(shard ? { shard } : {}) } };
-      const io = { ...stdoutIo(), logger: processLogger(command, systemClock) };
+      const io = { ...processIo(), logger: processLogger(command, systemClock) };
       process.exitCode = await withRecording(file, recorded, io, (recordingIo) => watch(options, recordingIo));
     });
   program
@@ -51,6 +44,6 @@ export function registerRecordCommands(program: Command): void {
     .option('--json', 'one JSON object a line')
     .option('--speed <factor>', 'play at this many times the recorded pace (default: as fast as possible)', positiveNumber)
     .action(async (file: string, options: { json?: boolean; speed?: number }, command: Command) => {
-      process.exitCode = await replay(file, options, stdoutIo(), (clock) => processLogger(command, clock));
+      process.exitCode = await replay(file, options, processIo(), (clock) => processLogger(command, clock));
     });
 }

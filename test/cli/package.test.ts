@@ -3,7 +3,7 @@
  * project (test/cli/support/packedWarden.ts), run with plain node. No tsx, TypeScript or node-pty is
  * within reach of that project.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { packedWarden, REPOSITORY, type PackedWarden } from './support/packedWarden.js';
@@ -57,6 +57,29 @@ test('the demo runs from the installed package: its recordings are in it', async
   for (const part of ['▶ 1/3  A task that fails at once', '▶ 2/3  A job that cannot be placed', '▶ 3/3  A rolling update', 'Done.']) expect(demo.stdout).toContain(part);
   // NO_COLOR: not one escape sequence.
   expect(demo.stdout).not.toContain('\u001b[');
+}, 60_000);
+
+test('the demo’s inspector serves its built page from the installed package; Ctrl-C ends it with exit 0', async () => {
+  const child = spawn(warden.bin, ['demo', '--speed', '100', '--inspect-port', '0'], { cwd: warden.project, env: { ...process.env, NO_COLOR: '1' } });
+  let stdout = '';
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const lingering = new Promise<void>((resolve) =>
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes('Ctrl-C to end')) resolve();
+    }),
+  );
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  await lingering;
+  const url = /Inspector \(live state charts and reasons\): (http:\/\/127\.0\.0\.1:\d+\/?)/.exec(stdout)?.[1] ?? '';
+  const [page, script, snapshot] = await Promise.all(['', 'app.js', 'api/snapshot'].map((path) => fetch(new URL(path, url)).then((response) => response.text())));
+  expect(page).toContain('<script src="/app.js"');
+  expect(script.length).toBeGreaterThan(1000);
+  expect(JSON.parse(snapshot!)).toHaveProperty('schemaVersion');
+  child.kill('SIGINT');
+  expect(await exited).toBe(0);
+  expect(stderr).toBe('');
 }, 60_000);
 
 test('the main entry and the testing kit load without node-pty; only a tty fake exec needs it, and says so', async () => {

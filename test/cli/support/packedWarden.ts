@@ -109,9 +109,10 @@ async function build(manifest: Manifest, inputs: string[], into: string): Promis
     cpSync(join(REPOSITORY, file), join(source, file));
   }
   symlinkSync(join(REPOSITORY, 'node_modules'), join(source, 'node_modules'));
-  const [packed] = JSON.parse(await run('npm', ['pack', '--json', '--pack-destination', into], source)) as { filename: string }[];
-  const tarball = join(into, packed!.filename);
+  // Its output mixes the build scripts' lines with npm's: the tarball is the one file it adds to `into`.
+  await run('npm', ['pack', '--pack-destination', into], source);
   rmSync(source, { recursive: true, force: true });
+  const tarball = join(into, readdirSync(into).find((name) => name.endsWith('.tgz')) ?? 'no tarball packed');
 
   const project = join(into, 'project');
   mkdirSync(project);
