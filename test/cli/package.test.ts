@@ -75,7 +75,7 @@ test('the demo’s inspector serves its built page from the installed package; C
   const url = /Inspector \(live state charts and reasons\): (http:\/\/127\.0\.0\.1:\d+\/?)/.exec(stdout)?.[1] ?? '';
   const [page, script, snapshot] = await Promise.all(['', 'app.js', 'api/snapshot'].map((path) => fetch(new URL(path, url)).then((response) => response.text())));
   expect(page).toContain('<script src="/app.js"');
-  expect(script.length).toBeGreaterThan(1000);
+  expect(script?.length).toBeGreaterThan(1000);
   expect(JSON.parse(snapshot!)).toHaveProperty('schemaVersion');
   child.kill('SIGINT');
   expect(await exited).toBe(0);
