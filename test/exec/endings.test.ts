@@ -6,8 +6,14 @@
  * once by the end of the TCP connection. The client never sends that tty stdin close, and input that
  * meets the closed connection is no error. Each is repeated: the failures they guard against were races.
  */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import WebSocket from 'ws';
+import { settle } from '../../src/clock/index.js';
+import { loadNodePty } from '../../src/testing/fakeExec/nodePty.js';
+import { spawnTerminal } from '../../src/testing/fakeExec/processes.js';
 import { decodeServerFrame, type ServerFrame } from '../../src/nomad/exec/frames.js';
 import { execUrl } from '../../src/nomad/exec/request.js';
 import { collect, startHarness, type Harness } from './harness.js';
@@ -70,6 +76,36 @@ describe('the fake, as Nomad 1.1.2', () => {
     ws.send('{"stdin":{"data":"aGkK"}}');
     expect(await closed).toBe(1000);
     expect(received).toEqual([{ kind: 'stderr.close' }, { kind: 'stdout.close' }, { kind: 'exited', exitCode: 4 }]);
+  });
+});
+
+describe('the fake’s terminal', () => {
+  /** Live (not reaped, not a zombie) per /proc. */
+  const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+
+  test('a command’s output is whole however late it is read: the terminal stays until its end is read (Nomad reads to the end first)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'warden-pty-'));
+    // Less than a terminal's buffer: the command ends without its output being read.
+    const script = 'echo $$ > pid; head -c 2000 /dev/zero | tr "\\0" a; exit 5';
+    const child = spawnTerminal({ file: '/bin/sh', args: ['-c', script], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } }, await loadNodePty());
+    const chunks: Buffer[] = [];
+    child.onOutput((_stream, data) => chunks.push(data));
+    const done = new Promise<number>((resolve) => child.onDone(resolve));
+    // Nothing read until the command is gone.
+    child.pauseOutput(true);
+    let commandPid = 0;
+    for (let turn = 0; turn < 20_000 && (commandPid === 0 || alive(commandPid)); turn++) {
+      await settle(5);
+      if (commandPid === 0 && existsSync(join(dir, 'pid'))) commandPid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+    }
+    expect(commandPid).toBeGreaterThan(0);
+    expect(alive(commandPid)).toBe(false);
+    // node-pty would drop the unread output 200 ms after its process exits: that process waits.
+    expect(alive(child.pid)).toBe(true);
+    child.pauseOutput(false);
+    await expect(done).resolves.toBe(5);
+    expect(Buffer.concat(chunks).toString()).toBe('a'.repeat(2_000));
+    rmSync(dir, { recursive: true, force: true });
   });
 });
 

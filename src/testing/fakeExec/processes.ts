@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { accessSync, constants as fsConstants, statSync } from 'node:fs';
 import { constants } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -127,9 +128,33 @@ export function spawnPiped(request: SpawnRequest): LocalProcess {
   };
 }
 
-/** A command on a pseudo-terminal (node-pty, loaded by the caller only when a session asks for one). */
+/** Where a terminal command's exit code is written once it has ended: an escape sequence no output holds. */
+function exitMark(): Buffer {
+  return Buffer.from(`\u001b]warden-exit;${randomUUID()};`);
+}
+
+/** How much of the end of `data` could be the start of `mark`. */
+function markStartAtEnd(data: Buffer, mark: Buffer): number {
+  for (let length = Math.min(mark.length - 1, data.length); length > 0; length--) {
+    if (data.subarray(data.length - length).equals(mark.subarray(0, length))) return length;
+  }
+  return 0;
+}
+
+/**
+ * A command on a pseudo-terminal (node-pty, loaded by the caller only when a session asks for one).
+ * node-pty drops its end of the terminal 200 ms after the command exits, and output not read by then
+ * is lost (under heavy load it is); Nomad's executor reads the terminal to its end before it reports
+ * the exit. So the command runs under a small /bin/sh that, once it has ended, writes a mark with its
+ * exit code and waits: everything before the mark is the command's whole output; on reading the mark
+ * the terminal's group is hung up (as Nomad closes the terminal) and the exit code is the mark's.
+ */
 export function spawnTerminal(request: SpawnRequest, pty: NodePtyModule): LocalProcess {
-  const terminal = pty.spawn(request.file, [...request.args], {
+  const mark = exitMark();
+  // Terminal signals (Ctrl-C typed remotely) are the command's: the holder waits them out. Handlers
+  // are reset by exec, so the command gets them as usual.
+  const holder = `trap : INT QUIT; "$@"; printf '${mark.toString()}%d\\a' "$?"; exec sleep 2147483647`;
+  const terminal = pty.spawn('/bin/sh', ['-c', holder, 'sh', request.file, ...request.args], {
     name: 'xterm',
     cols: 80,
     rows: 24,
@@ -137,14 +162,37 @@ export function spawnTerminal(request: SpawnRequest, pty: NodePtyModule): LocalP
     env: request.env,
     encoding: null,
   });
+  let output: (data: Buffer) => void = () => undefined;
+  let pending = Buffer.alloc(0);
+  let markedCode: number | undefined;
+  // With `encoding: null` node-pty hands out Buffers; its typings say string.
+  terminal.onData((chunk) => {
+    if (markedCode !== undefined) return;
+    pending = Buffer.concat([pending, Buffer.from(chunk as unknown as Buffer)]);
+    const at = pending.indexOf(mark);
+    if (at < 0) {
+      // Everything but what could be the start of the mark.
+      const kept = markStartAtEnd(pending, mark);
+      if (pending.length > kept) output(pending.subarray(0, pending.length - kept));
+      pending = pending.subarray(pending.length - kept);
+      return;
+    }
+    if (at > 0) output(pending.subarray(0, at));
+    pending = pending.subarray(at);
+    const end = pending.indexOf(0x07, mark.length);
+    // The code's digits may still be on their way.
+    if (end < 0) return;
+    markedCode = Number(pending.subarray(mark.length, end).toString());
+    signalGroup(terminal.pid, 'SIGHUP');
+  });
   return {
     pid: terminal.pid,
     onOutput: (listener) => {
-      // With `encoding: null` node-pty hands out Buffers; its typings say string.
-      terminal.onData((data) => listener('stdout', Buffer.from(data as unknown as Buffer)));
+      output = (data) => listener('stdout', data);
     },
     onDone: (listener) => {
-      terminal.onExit(({ exitCode, signal }) => listener(signal ? 128 + signal : exitCode));
+      // Without a mark the holder itself was ended (hung up, killed): its own exit says how.
+      terminal.onExit(({ exitCode, signal }) => listener(markedCode ?? (signal ? 128 + signal : exitCode)));
     },
     // Input or a resize racing the terminal's end has nowhere to go.
     write: (data, done) => {
