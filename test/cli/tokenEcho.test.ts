@@ -112,8 +112,8 @@ afterEach(async () => {
 
 test('exec: the close reason and the refused upgrade body echo the token; stderr has it scrubbed', async () => {
   for (const [alloc, said] of [
-    [ALLOC, 'Error: exec permission denied: permission denied: [redacted]\n'],
-    [ALLOC_REFUSED_BY_STATUS, 'Error: exec permission denied: Permission denied for [redacted]\n'],
+    [ALLOC, 'failed to exec into task: permission denied: [redacted]\n'],
+    [ALLOC_REFUSED_BY_STATUS, 'failed to exec into task: Permission denied for [redacted]\n'],
   ] as const) {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
@@ -137,7 +137,7 @@ test('exec: an error body that echoes every secret, before the session starts', 
   stderr.end();
   const text = (await err).toString();
   expect(code).toBe(1);
-  expect(text).toBe('Error: Nomad GET /v1/allocations?prefix=ffff: 500 (rpc error: lookup with token [redacted] and password [redacted] failed; consul said [redacted])\n');
+  expect(text).toBe('Error querying allocation: Nomad GET /v1/allocations?prefix=ffff: 500 (rpc error: lookup with token [redacted] and password [redacted] failed; consul said [redacted])\n');
   expect(leaks(text)).toEqual([]);
 });
 
