@@ -1,6 +1,4 @@
 import type { Clock } from '../clock/index.js';
-import { ConsulClient } from '../consul/client.js';
-import { consulConfigWhenSet } from '../consul/config.js';
 import type { NomadTransportOptions } from '../nomad/transport.js';
 import type { LogSink } from '../supervisor/logger.js';
 import { signalExitCode } from './exitCodes.js';
@@ -34,21 +32,6 @@ export function interruptSignal(): AbortSignal {
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   return controller.signal;
-}
-
-/** Consul when CONSUL_HTTP_ADDR is set, on the command's clock and transport options (a recording's wire included). */
-export function consulClientFor(io: CommandIo, clock: Clock): ConsulClient | undefined {
-  const config = consulConfigWhenSet(io.env);
-  const { gzip, wire } = io.transport ?? {};
-  return (
-    config &&
-    new ConsulClient(config, {
-      clock,
-      ...(gzip === undefined ? {} : { gzip }),
-      ...(wire === undefined ? {} : { wire }),
-      ...(io.random === undefined ? {} : { backoff: { random: io.random } }),
-    })
-  );
 }
 
 /** The exit code of a command its signal ended: 130 for Ctrl-C, 143 for SIGTERM (128 + the signal). */

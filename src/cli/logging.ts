@@ -1,7 +1,8 @@
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Clock } from '../clock/index.js';
 import { formatTime, paint, type DescribeOptions } from '../supervisor/describe.js';
-import { LOG_LEVELS, structuredLogger, type LogLevel, type Logger } from '../supervisor/logger.js';
+import { structuredLogger, type LogLevel, type Logger } from '../supervisor/logger.js';
+import type { LogFormat } from './logOptions.js';
 import { useColor } from './commandIo.js';
 
 /**
@@ -12,12 +13,6 @@ import { useColor } from './commandIo.js';
  * worker thread for what a terminal needs here).
  */
 
-export type LogFormat = 'json' | 'pretty';
-
-export const LOG_FORMATS: readonly LogFormat[] = ['json', 'pretty'];
-
-/** The levels `--log-level` takes: Warden's, plus `silent`. */
-export const CLI_LOG_LEVELS: readonly (LogLevel | 'silent')[] = [...LOG_LEVELS, 'silent'];
 
 export interface CliLoggerOptions {
   format: LogFormat;

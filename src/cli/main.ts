@@ -1,5 +1,5 @@
 import { Command, CommanderError, Option } from 'commander';
-import { CLI_LOG_LEVELS, LOG_FORMATS } from './logging.js';
+import { CLI_LOG_LEVELS, LOG_FORMATS } from './logOptions.js';
 import { EXIT_USAGE } from './exitCodes.js';
 import { packageRootOf, packageVersion } from './packageRoot.js';
 
