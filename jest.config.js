@@ -14,7 +14,9 @@ export default {
     ],
   },
   // Let ESM-only dependencies through the transform.
-  transformIgnorePatterns: ['/node_modules/(?!(@xstate/graph|@fast-check)/)'],
+  transformIgnorePatterns: ['/node_modules/(?!(@xstate/graph|@fast-check|@statelyai/inspect|pixelmatch)/)'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 30000,
+  // Builds the inspector page (src/inspect/browser → dist/inspector), which the inspector tests serve.
+  globalSetup: '<rootDir>/test/globalSetup.ts',
 };

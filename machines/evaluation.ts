@@ -49,6 +49,15 @@ export type EvaluationEvent =
 /** How long to wait before reading again after a failed read. */
 export const READ_RETRY_MS = 1_000;
 
+/** The longest wait a read's Retry-After (a 429 or 503 that says when to come back) is honoured for. */
+export const READ_RETRY_MAX_MS = 30_000;
+
+/** The wait after a failed read: READ_RETRY_MS, or the Retry-After its error carries (src/nomad NomadHttpError), capped. */
+function readRetryMs(event: unknown): number {
+  const asked = (event as { error?: { retryAfterMs?: unknown } }).error?.retryAfterMs;
+  return typeof asked === 'number' && Number.isFinite(asked) ? Math.max(READ_RETRY_MS, Math.min(asked, READ_RETRY_MAX_MS)) : READ_RETRY_MS;
+}
+
 function isNotFound(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { status?: unknown }).status === 404;
 }
@@ -107,7 +116,8 @@ export const evaluationMachine = setup({
   },
   delays: {
     nextEvalWait: ({ context }) => Math.max(0, (context.evaluation?.Wait ?? 0) / 1e6),
-    readRetry: READ_RETRY_MS,
+    // Entered on a read's error event, which the delay sees.
+    readRetry: ({ event }) => readRetryMs(event),
   },
 }).createMachine({
   id: 'evaluation',

@@ -1,4 +1,7 @@
 import { InvalidArgumentError } from 'commander';
+import { parseListenAddress, type ListenAddress } from '../metrics/server.js';
+import { errorMessage } from '../errorMessage.js';
+import type { JobShard } from '../supervisor/scope.js';
 
 /** Command-line values checked where they are read, so a bad one is a usage error, not a crash later. */
 
@@ -18,4 +21,22 @@ export function nonNegativeInteger(text: string): number {
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('expected a non-negative integer');
   return value;
+}
+
+/** `[host:]port` to listen on. */
+export function listenAddress(text: string): ListenAddress {
+  try {
+    return parseListenAddress(text);
+  } catch (error) {
+    throw new InvalidArgumentError(errorMessage(error));
+  }
+}
+
+/** `--shard i/n`: this process judges shard i (0-based) of n. */
+export function jobShard(text: string): JobShard {
+  const match = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const index = Number(match?.[1]);
+  const count = Number(match?.[2]);
+  if (match === null || !(count >= 1) || index >= count) throw new InvalidArgumentError('expected i/n with 0 <= i < n (this process judges shard i of n), e.g. 0/3');
+  return { index, count };
 }

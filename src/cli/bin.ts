@@ -1,8 +1,14 @@
-#!/usr/bin/env -S npx tsx
+#!/usr/bin/env node
 import { main } from './main.js';
 import { errorMessage } from '../errorMessage.js';
+import { EXIT_INTERNAL } from './exitCodes.js';
 
-main().catch((error: unknown) => {
-  console.error(errorMessage(error));
-  process.exitCode = 2;
-});
+main().then(
+  (exitCode) => {
+    if (exitCode !== undefined) process.exitCode = exitCode;
+  },
+  (error: unknown) => {
+    process.stderr.write(`warden: ${errorMessage(error)}\n`);
+    process.exitCode = EXIT_INTERNAL;
+  },
+);

@@ -1,5 +1,4 @@
-import { existsSync, realpathSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import { VirtualClock, settle, systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
@@ -8,7 +7,8 @@ import { createSupervisor, type DeploymentResult } from '../supervisor/index.js'
 import { describeChange, describeDeployment, describeEvaluation, describeVerdict, paint, type DescribeOptions } from '../supervisor/describe.js';
 import { FakeNomad } from '../testing/fakeNomad.js';
 import { portNumber, positiveNumber } from './argumentParsers.js';
-import { interruptSignal } from './commandIo.js';
+import { interruptSignal, useColor } from './commandIo.js';
+import { packageRootOf } from './packageRoot.js';
 import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
 import type { StreamEvent } from '../testing/nomad/eventBroker.js';
@@ -176,11 +176,10 @@ export async function runDemo(io: DemoIo): Promise<void> {
   }
 }
 
-/** The recordings shipped in the repository, found from the `warden` script's own location. */
+/** The recordings shipped with the package, found from the `warden` script's own location. */
 export function defaultRecordingsDir(script = process.argv[1] ?? '.'): string {
-  // node_modules/.bin/warden is a symlink to src/cli/bin.ts.
-  const bin = existsSync(script) ? realpathSync(script) : script;
-  return resolve(dirname(bin), '..', '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
+  // The package ships them (package.json "files") beside dist/, at the same place as in a clone.
+  return join(packageRootOf(script), 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
 }
 
 /** Drives the demo's clock at `speed` × real time. The command line is allowed the real timers. */
@@ -218,7 +217,7 @@ export function registerDemoCommand(program: Command): void {
           clock,
           recordingsDir: options.recordings,
           write: (text) => process.stdout.write(`${text}\n`),
-          color: process.stdout.isTTY,
+          color: useColor(process.stdout, process.env),
           ...(options.inspect ? { inspectPort: options.inspectPort, linger: untilInterrupted } : {}),
         });
       } finally {

@@ -1,14 +1,19 @@
 import type { Command } from 'commander';
-import { systemClock } from '../clock/index.js';
+import { VirtualClock, systemClock, type Clock } from '../clock/index.js';
+import { readTrafficRecording } from '../nomad/recording/format.js';
+import { replayRecording, withRecording } from './recording.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
-import { consulConfigWhenSet } from '../consul/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
 import { nonNegativeInteger } from './argumentParsers.js';
-import { interruptSignal, type CommandIo } from './commandIo.js';
+import { interruptedExitCode, processIo, type CommandIo } from './commandIo.js';
+import { consulClientFor } from './consulClientFor.js';
+import { EXIT_UNREACHABLE } from './exitCodes.js';
+import { processLogger } from './logging.js';
 import { errorMessage } from '../errorMessage.js';
+import { withoutCredentials } from '../secrets.js';
 
 /**
  * `warden gate <job> [--version N] [--fail-fast]`: a deploy gate for CI/CD. Waits for the job
@@ -17,7 +22,7 @@ import { errorMessage } from '../errorMessage.js';
  * not (no progress by the progress deadline, an unhealthy allocation with progress_deadline 0 or
  * --fail-fast, a placement failure, Nomad ending the deployment, an unknown job, no answer within
  * --timeout); 2 when Nomad could not be reached; 3 when the canaries are healthy and the deployment
- * waits for a manual promotion.
+ * waits for a manual promotion; 130 (143) when Ctrl-C (SIGTERM) ended the wait. Errors go to stderr.
  */
 
 export interface GateOptions {
@@ -32,7 +37,7 @@ export interface GateOptions {
 
 export const GATE_HEALTHY = 0;
 export const GATE_UNHEALTHY = 1;
-export const GATE_UNREACHABLE = 2;
+export const GATE_UNREACHABLE = EXIT_UNREACHABLE;
 export const GATE_AWAITING_PROMOTION = 3;
 
 const DEFAULT_TIMEOUT_S = 900;
@@ -46,13 +51,21 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const namespace = config.namespace ?? 'default';
-  const say = (lines: string[], json: object): void => {
-    if (options.json) io.write(JSON.stringify(json));
-    else for (const text of lines) io.write(text);
+  const say = (lines: string[], json: object, write = io.write): void => {
+    if (options.json) write(JSON.stringify(json));
+    else for (const text of lines) write(text);
   };
+  const sayError = (lines: string[], json: object): void => say(lines, json, io.error ?? io.write);
   const nomad = new NomadClient(config, { ...io.transport, clock });
-  const consul = consulConfigWhenSet(io.env);
-  const supervisor = createSupervisor({ nomad, clock, scope: { namespaces: [namespace], jobPrefixes: [jobId] }, ...(consul ? { consul } : {}) });
+  const consul = consulClientFor(io, clock);
+    const supervisor = createSupervisor({
+    nomad,
+    clock,
+    scope: { namespaces: [namespace], jobPrefixes: [jobId] },
+    ...(consul ? { consul } : {}),
+    ...(io.logger ? { logger: io.logger } : {}),
+    ...(io.random ? { random: io.random } : {}),
+  });
   let timer: unknown;
   try {
     // Reading the job first tells an unreachable Nomad (2) from an unknown job (1), and gives the version.
@@ -67,7 +80,7 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     if (outcome === 'timeout' || outcome === 'interrupted') {
       const reason = outcome === 'timeout' ? `no verdict within ${timeoutS}s` : 'interrupted';
       say([`${paint('✘', 'bad', style)} ${jobId} version ${version}: ${reason}`], { type: 'deployment', ok: false, jobId, version, reason });
-      return GATE_UNHEALTHY;
+      return outcome === 'interrupted' ? interruptedExitCode(io.signal) : GATE_UNHEALTHY;
     }
     say(describeDeployment(outcome, style), deploymentRecord(outcome));
     if (!outcome.ok) return GATE_UNHEALTHY;
@@ -75,14 +88,15 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
   } catch (error) {
     const message = errorMessage(error);
     if (isUnreachable(error)) {
-      say([`${paint('✘', 'bad', style)} Nomad at ${config.address} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
+      sayError([`${paint('✘', 'bad', style)} Nomad at ${withoutCredentials(config.address)} could not be reached: ${message}`], { type: 'error', unreachable: true, message });
       return GATE_UNREACHABLE;
     }
-    say([`${paint('✘', 'bad', style)} ${jobId}: ${message}`], { type: 'error', unreachable: false, message });
+    sayError([`${paint('✘', 'bad', style)} ${jobId}: ${message}`], { type: 'error', unreachable: false, message });
     return GATE_UNHEALTHY;
   } finally {
     if (timer !== undefined) clock.clearTimeout(timer);
     await supervisor.stop();
+    await consul?.close();
     await nomad.close();
   }
 }
@@ -92,7 +106,7 @@ export function registerGateCommand(program: Command): void {
   program
     .command('gate')
     .description(
-      "Wait for a job's deployment as Nomad's deployment watcher judges it: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion",
+      "Wait for a job's deployment as Nomad's deployment watcher judges it: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion, 130 when interrupted",
     )
     .argument('<job>', 'job id')
     .option('--version <n>', 'job version to judge (default: the current one)', nonNegativeInteger)
@@ -100,12 +114,29 @@ export function registerGateCommand(program: Command): void {
     .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
     .option('--fail-fast', 'fail at the first unhealthy allocation instead of at the progress deadline')
     .option('--json', 'print the result as one JSON object')
-    .action(async (jobId: string, options: GateOptions) => {
-      process.exitCode = await gate(jobId, options, {
-        env: process.env,
-        write: (text) => process.stdout.write(`${text}\n`),
-        signal: interruptSignal(),
-        color: process.stdout.isTTY,
-      });
+    .option('--record <file>', 'write everything the gate reads to <file> (tokens never written), to replay it later')
+    .option('--replay <file>', 'judge over a recording (warden record, gate --record) instead of a cluster, on a simulated clock')
+    .action(async (jobId: string, options: GateOptions & { record?: string; replay?: string }, command: Command) => {
+      const { record, replay, ...gateOptions } = options;
+      const io = processIo();
+      if (replay !== undefined) {
+        process.exitCode = await replayGate(replay, jobId, gateOptions, io, (clock) => processLogger(command, clock));
+        return;
+      }
+      const run = (commandIo: CommandIo): Promise<number> => gate(jobId, gateOptions, commandIo);
+      const live = { ...io, logger: processLogger(command, systemClock) };
+      process.exitCode = record === undefined ? await run(live) : await withRecording(record, { name: 'gate', options: { ...gateOptions, jobId } }, live, run);
     });
+}
+
+/**
+ * `warden gate <job> --replay <file>`: the gate over a recording (of a gate, or of a watch that saw the
+ * job). No verdict by the recording's end is a gate that timed out there.
+ */
+export async function replayGate(file: string, jobId: string, options: GateOptions, io: Omit<CommandIo, 'clock'>, logger?: (clock: Clock) => CommandIo['logger']): Promise<number> {
+  const recording = readTrafficRecording(file);
+  const clock = new VirtualClock({ start: recording.header.start });
+  const timeout = options.timeout ?? Math.ceil((recording.endsAt - recording.header.start) / 1000);
+  const replayIo = { ...io, ...(logger ? { logger: logger(clock) } : {}) };
+  return replayRecording(recording, { clock, until: recording.header.start + timeout * 1000 + 1 }, replayIo, (commandIo) => gate(jobId, { ...options, timeout }, commandIo));
 }

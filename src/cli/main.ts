@@ -1,24 +1,57 @@
-import { Command } from 'commander';
-import { registerExecCommand } from './execCommand.js';
-import { registerDemoCommand } from './demoCommand.js';
-import { registerGateCommand } from './gateCommand.js';
-import { registerWatchCommand } from './watchCommand.js';
+import { Command, CommanderError, Option } from 'commander';
+import { CLI_LOG_LEVELS, LOG_FORMATS } from './logOptions.js';
+import { EXIT_USAGE } from './exitCodes.js';
+import { packageRootOf, packageVersion } from './packageRoot.js';
 
 /**
- * The `warden` command. Each subcommand lives in its own module and registers itself here; exit
- * codes are the subcommands' own (see each one).
+ * The `warden` command. Each subcommand lives in its own module and registers itself; exit codes are
+ * the subcommands' own (see each one, and exitCodes.ts), and EXIT_USAGE for a command line that does
+ * not parse.
  */
-export function buildProgram(): Command {
+
+type Register = (program: Command) => void;
+
+const recordCommands = async (): Promise<Register> => (await import('./recordCommands.js')).registerRecordCommands;
+
+/**
+ * The subcommands by name, in the order help lists them. A module is loaded only when its command
+ * runs (every one for the general help): `warden exec` starts without loading the supervisor.
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  watch: async () => (await import('./watchCommand.js')).registerWatchCommand,
+  gate: async () => (await import('./gateCommand.js')).registerGateCommand,
+  demo: async () => (await import('./demoCommand.js')).registerDemoCommand,
+  exec: async () => (await import('./execCommand.js')).registerExecCommand,
+  record: recordCommands,
+  replay: recordCommands,
+};
+
+/** The program for `argv`: with the command it names registered, or all of them when it names none. */
+export async function buildProgram(argv: readonly string[] = [], version = packageVersion(packageRootOf(process.argv[1] ?? '.'))): Promise<Command> {
   const program = new Command('warden')
     .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
-    .showHelpAfterError();
-  registerWatchCommand(program);
-  registerGateCommand(program);
-  registerDemoCommand(program);
-  registerExecCommand(program);
+    .version(version, '-V, --version', 'print the version')
+    .showHelpAfterError()
+    // Commander's own exits become errors, inherited by every subcommand registered below.
+    .exitOverride()
+    .addOption(new Option('--log-format <format>', 'log records on stderr as JSON lines or one readable line each (default: pretty on a terminal, else json)').choices(LOG_FORMATS))
+    .addOption(new Option('--log-level <level>', 'least severe level logged').choices(CLI_LOG_LEVELS).default('info'));
+  // The first argument naming a command is the command (the global options' values never do).
+  const named = argv.slice(2).find((arg) => Object.hasOwn(COMMANDS, arg));
+  const loaders = named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!];
+  const registers = new Set(await Promise.all(loaders.map((load) => load())));
+  for (const register of registers) register(program);
   return program;
 }
 
-export async function main(argv: readonly string[] = process.argv): Promise<void> {
-  await buildProgram().parseAsync([...argv]);
+/** Runs the command line; resolves with the exit code when commander decided it (help, version, usage). */
+export async function main(argv: readonly string[] = process.argv, program?: Command): Promise<number | undefined> {
+  try {
+    await (program ?? (await buildProgram(argv))).parseAsync([...argv]);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    // Help and --version exit 0; anything else commander refuses is a usage error.
+    return error.exitCode === 0 ? 0 : EXIT_USAGE;
+  }
 }

@@ -2,28 +2,39 @@ import { Option, type Command } from 'commander';
 import { systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
-import { consulConfigWhenSet } from '../consul/config.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
+import type { JobShard } from '../supervisor/scope.js';
 import { startInspector } from '../inspect/inspector.js';
-import { portNumber } from './argumentParsers.js';
-import { interruptSignal, type CommandIo } from './commandIo.js';
+import { jobShard, listenAddress, portNumber } from './argumentParsers.js';
+import { startMetricsEndpoint } from './metricsEndpoint.js';
+import type { ListenAddress } from '../metrics/server.js';
+import { processIo, type CommandIo } from './commandIo.js';
+import { consulClientFor } from './consulClientFor.js';
+import { EXIT_UNREACHABLE } from './exitCodes.js';
+import { withoutCredentials } from '../secrets.js';
+import { processLogger } from './logging.js';
 
 /**
  * `warden watch`: follows the cluster at NOMAD_ADDR (the Nomad CLI's variables and defaults) for a
  * scope and prints each allocation's state changes and verdicts, one line each, with the reasons;
- * `--json` prints one JSON object a line. Runs until interrupted; exit code 2 when the event stream
- * gives up (a permanent error such as a refused token).
+ * `--json` prints one JSON object a line; problems go to stderr. Runs until interrupted (Ctrl-C or
+ * SIGTERM: exit 0, its normal end); exit code 2 when the event stream gives up (a permanent error
+ * such as a refused token).
  */
 
 export interface WatchOptions {
   /** Namespaces to watch; default the environment's NOMAD_NAMESPACE, else "default". */
   namespace?: string[];
   jobPrefix?: string[];
+  /** Judge only the jobs of this shard (`--shard i/n`). */
+  shard?: JobShard;
   json?: boolean;
   /** Serve the inspector on this port (0: any free one, printed). */
   inspect?: number;
+  /** Serve Prometheus metrics at http://<address>/metrics. */
+  metrics?: ListenAddress;
 }
 
 
@@ -37,11 +48,16 @@ const CONNECTION_WORDS: Record<ConnectionState, string> = {
 
 export async function watch(options: WatchOptions, io: CommandIo): Promise<number> {
   const config = nomadConfigFromEnv(io.env);
-  const consul = consulConfigWhenSet(io.env);
   const clock = io.clock ?? systemClock;
+  const consul = consulClientFor(io, clock);
   const style = { color: io.color ?? false };
   // First: a port in use fails the command before anything else is opened.
-  const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.token] });
+  const metrics = options.metrics === undefined ? undefined : await startMetricsEndpoint(options.metrics, clock);
+  const inspector =
+    options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [config.token, consul?.config.token] }).catch(async (error: unknown) => {
+      await metrics?.close();
+      throw error;
+    });
   const nomad = new NomadClient(config, { ...io.transport, clock });
   const namespaces = options.namespace ?? (config.namespace === undefined ? undefined : [config.namespace]);
   const supervisor = createSupervisor({
@@ -49,18 +65,27 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     clock,
     ...(inspector ? { inspect: inspector.inspect } : {}),
     ...(consul ? { consul } : {}),
-    scope: { ...(namespaces ? { namespaces } : {}), ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}) },
+    ...(io.logger ? { logger: io.logger } : {}),
+    ...(io.random ? { random: io.random } : {}),
+    ...(metrics ? { streamMonitor: metrics.streamMonitor } : {}),
+    scope: {
+      ...(namespaces ? { namespaces } : {}),
+      ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}),
+      ...(options.shard ? { shard: options.shard } : {}),
+    },
   });
   inspector?.attach(supervisor);
-  const line = (human: string, json: object): void => io.write(options.json ? JSON.stringify(json) : human);
+  metrics?.observe(supervisor);
+  const line = (human: string, json: object, write = io.write): void => write(options.json ? JSON.stringify(json) : human);
   if (inspector) line(`${paint('inspector', 'note', style)} ${inspector.url}`, { type: 'inspector', url: inspector.url });
+  if (metrics) line(`${paint('metrics', 'note', style)} ${metrics.url}`, { type: 'metrics', url: metrics.url });
   let exitCode = 0;
   let finish: () => void = () => undefined;
   const finished = new Promise<void>((resolve) => {
     finish = resolve;
   });
   supervisor.connection$.subscribe((state) => {
-    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint(`[${CONNECTION_WORDS[state]}]`, 'note', style)} ${config.address}`, {
+    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint(`[${CONNECTION_WORDS[state]}]`, 'note', style)} ${withoutCredentials(config.address)}`, {
       type: 'connection',
       time: formatTime(clock.now()),
       state,
@@ -69,9 +94,10 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   supervisor.changes$.subscribe((change) => io.write(options.json ? changeJson(change) : describeChange(change, style)));
   supervisor.verdicts$.subscribe((record) => io.write(options.json ? verdictJson(record) : describeVerdict(record, style)));
   supervisor.problems$.subscribe((problem) => {
-    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint('problem', 'bad', style)} ${problem.message}`, { type: 'problem', time: formatTime(clock.now()), ...problem });
+    // Problems are errors: stderr.
+    line(`${paint(formatTime(clock.now()), 'dim', style)}  ${paint('problem', 'bad', style)} ${problem.message}`, { type: 'problem', time: formatTime(clock.now()), ...problem }, io.error ?? io.write);
     if (problem.kind === 'stream-failed') {
-      exitCode = 2;
+      exitCode = EXIT_UNREACHABLE;
       finish();
     }
   });
@@ -80,6 +106,8 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   await finished;
   await supervisor.stop();
   await inspector?.close();
+  await metrics?.close();
+  await consul?.close();
   await nomad.close();
   return exitCode;
 }
@@ -92,13 +120,19 @@ export function registerWatchCommand(program: Command): void {
     .description("Follow the cluster at NOMAD_ADDR and print each allocation's state changes and verdicts")
     .addOption(new Option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)'))
     .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
+    .option('--shard <i/n>', 'judge only the jobs that hash to shard i of n (n processes split the cluster, each job judged by one)', jobShard)
     .option('--json', 'one JSON object a line')
     .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
-    .action(async (options: Omit<WatchOptions, 'inspect'> & { inspect?: number | true }) => {
-      const { inspect, ...rest } = options;
+    .option('--metrics [addr]', 'serve Prometheus metrics at http://[host:]port/metrics (default 127.0.0.1, any free port)', listenAddress)
+    .action(async (options: Omit<WatchOptions, 'inspect' | 'metrics'> & { inspect?: number | true; metrics?: ListenAddress | true }, command: Command) => {
+      const { inspect, metrics, ...rest } = options;
       process.exitCode = await watch(
-        { ...rest, ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
-        { env: process.env, write: (text) => process.stdout.write(`${text}\n`), signal: interruptSignal(), color: process.stdout.isTTY },
+        {
+          ...rest,
+          ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }),
+          ...(metrics === undefined ? {} : { metrics: metrics === true ? { host: '127.0.0.1', port: 0 } : metrics }),
+        },
+        { ...processIo(), logger: processLogger(command, systemClock) },
       );
     });
 }

@@ -14,6 +14,7 @@ import { systemClock, type Clock } from '../clock/index.js';
 import type { BackoffOptions } from '../nomad/backoff.js';
 import { watchQuery } from '../nomad/blockingQuery.js';
 import { NomadTransport, type NomadResponse } from '../nomad/transport.js';
+import type { WireLayer } from '../nomad/wire.js';
 import type { ConsulConfig } from './config.js';
 import { ConsulUnavailableError, consulErrorFrom, isConsulError, type ConsulError } from './errors.js';
 
@@ -46,6 +47,10 @@ export interface ConsulClientOptions {
   timeoutMs?: number;
   /** Ask for gzip (default true). */
   gzip?: boolean;
+  /** Wraps or replaces the network (recording, replay): see NomadTransportOptions.wire. */
+  wire?: WireLayer;
+  /** Back-off of watchHealthChecks when its call gives none (a replay's recorded jitter). */
+  backoff?: BackoffOptions;
 }
 
 export interface HealthChecksOptions {
@@ -79,6 +84,7 @@ export class ConsulClient {
   readonly transport: NomadTransport;
   /** Time limits, waits and back-off all run on it. */
   readonly clock: Clock;
+  private readonly backoff: BackoffOptions | undefined;
 
   constructor(
     readonly config: ConsulConfig,
@@ -86,6 +92,7 @@ export class ConsulClient {
   ) {
     // The transport's own namespace, region and token are Nomad's: only the address and TLS apply.
     this.clock = options.clock ?? systemClock;
+    this.backoff = options.backoff;
     const endpoint = { address: config.address, ...(config.tls === undefined ? {} : { tls: config.tls }) };
     this.transport = new NomadTransport(endpoint, {
       clock: this.clock,
@@ -94,6 +101,7 @@ export class ConsulClient {
       connections: 4,
       headers: config.token === undefined ? {} : { 'x-consul-token': config.token },
       metaHeaderPrefix: 'x-consul-',
+      ...(options.wire === undefined ? {} : { wire: options.wire }),
     });
   }
 
@@ -130,6 +138,7 @@ export class ConsulClient {
    */
   watchHealthChecks(options: WatchHealthChecksOptions = {}): Observable<ConsulChecksUpdate> {
     const waitMs = options.waitMs ?? DEFAULT_WAIT_MS;
+    const backoff = options.backoff ?? this.backoff;
     const query = (index: number, signal: AbortSignal): Promise<ConsulResponse<ConsulHealthCheck[]>> =>
       this.healthChecks({ index, waitMs, signal }).catch((error: unknown) => {
         if (isConsulError(error)) options.onError?.(error);
@@ -138,7 +147,7 @@ export class ConsulClient {
     return watchQuery(query, {
       clock: this.clock,
       retryable: isConsulError,
-      ...(options.backoff === undefined ? {} : { backoff: options.backoff }),
+      ...(backoff === undefined ? {} : { backoff }),
     }).pipe(
       map((response) => ({ index: response.meta.lastIndex, checks: response.body })),
       share(),

@@ -4,6 +4,7 @@
  */
 import { envValue, goBool, readCaPath, readConfigFile, type ConfigErrorFactory, type Env, type NomadTlsOptions } from '../nomad/config.js';
 import { ConsulConfigError } from './errors.js';
+import { registerEnvironmentSecrets, withoutCredentials } from '../secrets.js';
 
 /** Where and how to reach a Consul agent or server. */
 export interface ConsulConfig {
@@ -53,7 +54,7 @@ export function consulAddress(address: string, ssl = false): string {
   try {
     url = new URL(`${scheme}://${rest}`);
   } catch {
-    throw new ConsulConfigError(`CONSUL_HTTP_ADDR is not a valid address: ${address}`);
+    throw new ConsulConfigError(`CONSUL_HTTP_ADDR is not a valid address: ${withoutCredentials(address)}`);
   }
   if (url.pathname !== '/' || url.search !== '' || url.username !== '' || url.password !== '') {
     throw new ConsulConfigError(`CONSUL_HTTP_ADDR must be host:port, got ${url.host}${url.pathname === '/' ? '' : ' with a path'}`);
@@ -69,6 +70,7 @@ export function consulAddress(address: string, ssl = false): string {
  * Throws ConsulConfigError for an address or a file that cannot work; never with the token in it.
  */
 export function consulConfigFromEnv(env: Env = process.env, overrides: Partial<ConsulConfig> = {}): ConsulConfig {
+  registerEnvironmentSecrets(env);
   const sslValue = envValue(env, 'CONSUL_HTTP_SSL');
   const config: ConsulConfig = {
     address: consulAddress(envValue(env, 'CONSUL_HTTP_ADDR') ?? DEFAULT_CONSUL_HOST, sslValue !== undefined && parseGoBool('CONSUL_HTTP_SSL', sslValue)),

@@ -1,13 +1,19 @@
 /**
  * Errors of the Consul client, undici style: one base class with a stable `code`, one subclass per
  * kind of failure. Requests are described by method and path only: the ACL token travels in a
- * header and never appears here.
+ * header, and text from the server is scrubbed of every registered secret here (src/secrets.ts).
  */
 import { errorMessage } from '../errorMessage.js';
+import { scrubSecrets } from '../secrets.js';
+import type { RetryAfterHint } from '../nomad/backoff.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from '../nomad/errors.js';
 
 export abstract class ConsulError extends Error {
   abstract readonly code: string;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(scrubSecrets(message), options);
+  }
 }
 
 /** CONSUL_* settings that cannot work (unreadable file, malformed address or boolean). */
@@ -17,17 +23,23 @@ export class ConsulConfigError extends ConsulError {
 }
 
 /** Consul answered with a status other than 200; `body` is its plain-text message (e.g. `ACL not found`). */
-export class ConsulHttpError extends ConsulError {
+export class ConsulHttpError extends ConsulError implements RetryAfterHint {
   readonly code = 'CONSUL_HTTP_ERROR';
   override name = 'ConsulHttpError';
+
+  /** Consul's message, scrubbed. */
+  readonly body: string;
 
   constructor(
     readonly status: number,
     readonly method: string,
     readonly path: string,
-    readonly body: string,
+    body: string,
+    /** The answer's Retry-After in ms, when it had one. */
+    readonly retryAfterMs: number | undefined = undefined,
   ) {
     super(`Consul ${method} ${path}: ${status}${body.trim() === '' ? '' : ` (${body.trim()})`}`);
+    this.body = scrubSecrets(body);
   }
 }
 
@@ -50,7 +62,7 @@ export class ConsulUnavailableError extends ConsulError {
  * else (a bug, an abort) is passed through unchanged.
  */
 export function consulErrorFrom(error: unknown, method: string, path: string): unknown {
-  if (error instanceof NomadHttpError) return new ConsulHttpError(error.status, method, path, error.body);
+  if (error instanceof NomadHttpError) return new ConsulHttpError(error.status, method, path, error.body, error.retryAfterMs);
   if (error instanceof NomadTimeoutError) {
     return new ConsulUnavailableError('timeout', `Consul ${method} ${path}: no answer within ${error.timeoutMs} ms`, { cause: error });
   }

@@ -1,5 +1,6 @@
 import { createActor } from 'xstate';
-import { systemClock, type Clock } from '../clock/index.js';
+import type { Clock } from '../clock/clock.js';
+import { systemClock } from '../clock/systemClock.js';
 import type { NomadConfig } from '../nomad/config.js';
 import { ExecAbortedError } from '../nomad/exec/errors.js';
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecTarget } from './sessions.js';

@@ -16,6 +16,7 @@ export interface ExecOptions {
   /**
    * A Readable to forward (its end closes stdin), 'pipe' to write `session.stdin` yourself, or
    * nothing: stdin is closed at once, which is what lets a tty=false command's end reach the client.
+   * Under a tty the end of stdin sends nothing (Nomad would hang the terminal up); Ctrl-D is its EOF.
    */
   stdin?: Readable | 'pipe';
   signal?: AbortSignal;

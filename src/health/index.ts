@@ -1,5 +1,6 @@
 export { HealthRegistry, type HealthChange, type HealthListener, type HealthRegistryOptions, type HealthStatus } from './registry.js';
 export type { AllocationHealthSnapshot } from './machineStepper.js';
+export type { AllocationActorRef, InspectionObserver } from './inspection.js';
 export { allocationView, type AllocationViewResult, type ObservedAllocationView } from './allocationView.js';
 export {
   healthPolicyFor,

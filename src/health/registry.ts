@@ -8,7 +8,6 @@
  * passed) up to what its Horizon says is known, so a verdict never outruns data still on its way.
  * Updates that change nothing never reach the machine.
  */
-import type { InspectionEvent, Observer } from 'xstate';
 import type { Clock } from '../clock/index.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import { wakeAt } from '../../machines/allocationHealthRules.js';
@@ -24,6 +23,7 @@ import type { ObservedAllocationView } from './allocationView.js';
 import type { TimedView } from './allocationHistory.js';
 import { ClockHorizon, type Horizon } from './horizon.js';
 import { HealthInputError } from './errors.js';
+import { HealthInspection, inspectionCallback, type InspectionObserver } from './inspection.js';
 import { MachineStepper, type AllocationHealthSnapshot } from './machineStepper.js';
 import { sameAllocationView, sameChecks } from './viewEquality.js';
 
@@ -42,8 +42,11 @@ export type HealthListener = (change: HealthChange) => void;
 
 export interface HealthRegistryOptions {
   readonly clock: Clock;
-  /** Receives `@xstate.event` and `@xstate.snapshot` inspection events for every step, synchronously. */
-  readonly inspect?: Observer<InspectionEvent> | ((event: InspectionEvent) => void);
+  /**
+   * Receives, synchronously, what an actor of each allocation's machine would: `@xstate.actor` when
+   * tracking starts, then `@xstate.event` and `@xstate.snapshot` for every step (see inspection.ts).
+   */
+  readonly inspect?: InspectionObserver;
   /** Up to when each allocation's data is known (default: up to the clock's now, a ClockHorizon). */
   readonly horizon?: Horizon;
 }
@@ -92,7 +95,8 @@ interface Entry {
 
 export class HealthRegistry {
   private readonly clock: Clock;
-  private readonly inspect: ((event: InspectionEvent) => void) | undefined;
+  /** Only with an inspector: without one, no step pays for inspection. */
+  private readonly inspection: HealthInspection | undefined;
   private readonly horizon: Horizon;
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<HealthListener>();
@@ -100,8 +104,8 @@ export class HealthRegistry {
 
   constructor(options: HealthRegistryOptions) {
     this.clock = options.clock;
-    const { inspect } = options;
-    this.inspect = typeof inspect === 'function' ? inspect : inspect?.next?.bind(inspect);
+    const emit = inspectionCallback(options.inspect);
+    this.inspection = emit && new HealthInspection(emit, { snapshot: (id) => this.snapshot(id), receive: (id, event) => this.receive(id, event) });
     this.horizon = options.horizon ?? new ClockHorizon(options.clock);
     this.horizon.connect((ids) => {
       for (const id of ids) {
@@ -144,9 +148,10 @@ export class HealthRegistry {
       healthPolicyProblem(policy) ?? history.views.reduce<string | null>((found, timed) => found ?? allocationViewProblem(timed.view), null) ?? checkViewsProblem(checks);
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     this.drop(allocationId);
-    const snapshot = this.stepper.initial({ policy, now: start.at, watchingSince: start.watchingSince });
-    const entry: Entry = { snapshot, known: start.at, queue: undefined, fed: false, viewAt: start.at };
+    const input = { policy, now: start.at, watchingSince: start.watchingSince };
+    const entry: Entry = { snapshot: this.stepper.initial(input), known: start.at, queue: undefined, fed: false, viewAt: start.at };
     this.entries.set(allocationId, entry);
+    this.inspection?.started(allocationId, input, entry.snapshot);
     if (checks.length > 0) this.step(allocationId, entry, { type: 'observe', checks, now: start.at });
     this.feed(allocationId, entry, history);
     return this.status(allocationId) as HealthStatus;
@@ -180,6 +185,7 @@ export class HealthRegistry {
   drop(allocationId: string): boolean {
     if (!this.entries.delete(allocationId)) return false;
     this.horizon.release(allocationId);
+    this.inspection?.stopped(allocationId);
     return true;
   }
 
@@ -290,7 +296,7 @@ export class HealthRegistry {
     if (before.status !== 'active') return;
     const after = this.stepper.step(before, event);
     entry.snapshot = after;
-    this.report(allocationId, event, after);
+    this.inspection?.stepped(allocationId, event, after);
     const from = before.value as AllocationHealthState;
     const to = after.value as AllocationHealthState;
     if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
@@ -303,17 +309,6 @@ export class HealthRegistry {
 
   private emit(change: HealthChange): void {
     for (const listener of this.listeners) listener(change);
-  }
-
-  private report(allocationId: string, event: AllocationHealthEvent, snapshot: AllocationHealthSnapshot): void {
-    if (this.inspect === undefined) return;
-    const actorRef = {
-      sessionId: allocationId,
-      send: (sent: AllocationHealthEvent): void => this.receive(allocationId, sent),
-      getSnapshot: (): AllocationHealthSnapshot | undefined => this.entries.get(allocationId)?.snapshot,
-    };
-    this.inspect({ type: '@xstate.event', rootId: allocationId, actorRef, sourceRef: undefined, event });
-    this.inspect({ type: '@xstate.snapshot', rootId: allocationId, actorRef, event, snapshot });
   }
 
   /** An event sent through an inspected actor ref goes through the same filters as the API. */

@@ -1,15 +1,13 @@
 /**
- * A state chart as SVG, laid out from the machine definition: the machine is first drawn as the
- * Mermaid text `npm run visualize` commits (src/visualize/mermaid.ts reads machine.root), and that
- * text is read back here into states and transitions, so the inspector's chart and the committed
- * one cannot disagree. Layered left to right: the initial state first, each state one column
- * right of the furthest state that leads to it without going back, final states in the last
- * column. Transitions between the same two states are one arrow, labelled with every guard.
- * The page highlights nodes and arrows by their data- attributes; the SVG has no inline styles.
+ * A machine's states and transitions, read from the Mermaid text `npm run visualize` commits
+ * (src/visualize/mermaid.ts reads machine.root), so the inspector's chart and the committed one
+ * cannot disagree; then grouped for drawing. Transitions between the same two states are one
+ * arrow, labelled with every guard; a transition that every waiting (non-final) state has alike —
+ * same target, same label — is one arrow from a box around those states ("from any of these
+ * states") instead of one arrow per state. Laid out and drawn by chartLayout.ts and chartSvg.ts.
  */
 import type { AnyStateMachine } from 'xstate';
 import { toMermaid } from '../visualize/mermaid.js';
-import { escapeHtml } from './escape.js';
 
 export interface ChartEdge {
   readonly from: string;
@@ -25,8 +23,21 @@ export interface ChartGraph {
   readonly edges: readonly ChartEdge[];
 }
 
-export interface StateChart extends ChartGraph {
-  readonly svg: string;
+/** An arrow as drawn: from one state, or (grouped) from the box around `group`. */
+export interface ChartArrow {
+  readonly from: readonly string[];
+  readonly to: string;
+  readonly grouped: boolean;
+  /** The full transition labels (tooltip). */
+  readonly labels: readonly string[];
+  /** What is written on the arrow: each transition's short label, wrapped. */
+  readonly lines: readonly string[];
+}
+
+export interface ChartDiagram extends ChartGraph {
+  /** The states inside the "from any of these states" box (empty: no box). */
+  readonly group: readonly string[];
+  readonly arrows: readonly ChartArrow[];
 }
 
 const EDGE = /^\s*(\S+) --> (\S+)(?: : (.*))?$/;
@@ -67,121 +78,98 @@ export function chartGraph(machine: AnyStateMachine): ChartGraph {
   return { initial, states: states.sort(byDeclaration), finals: finals.sort(byDeclaration), edges: [...edges.values()] };
 }
 
-/** Column of each state: the longest path to it from the initial state, back edges (found depth first) left out. */
-function ranks(graph: ChartGraph): Map<string, number> {
-  // Successors in declaration order: of two states on a cycle, the one declared first comes first.
-  const outgoing = (state: string): string[] =>
-    graph.edges
-      .filter((edge) => edge.from === state)
-      .map((edge) => edge.to)
-      .sort((a, b) => graph.states.indexOf(a) - graph.states.indexOf(b));
-  const order: string[] = [];
-  const onPath = new Set<string>();
-  const done = new Set<string>();
-  const forward: ChartEdge[] = [];
-  const visit = (state: string): void => {
-    onPath.add(state);
-    for (const next of outgoing(state)) {
-      if (onPath.has(next)) continue;
-      forward.push(...graph.edges.filter((edge) => edge.from === state && edge.to === next));
-      if (!done.has(next)) visit(next);
+/** `after readRetry` for xstate.after.readRetry.evaluation.retrying, `done`/`error` for an invoked actor's. */
+function eventWords(event: string): string {
+  const after = /^xstate\.after\.([^.]+)\./.exec(event);
+  if (after) return `after ${after[1]}`;
+  if (event.startsWith('xstate.done.actor.')) return 'done';
+  if (event.startsWith('xstate.error.actor.')) return 'error';
+  return event;
+}
+
+/**
+ * A guard as XState's Mermaid text writes it, in words: `and(not(allReady), someTaskRunning)` reads
+ * "not allReady and someTaskRunning". Anything it cannot read stays as it is.
+ */
+export function guardWords(guard: string): string {
+  let at = 0;
+  const expression = (): string => {
+    const name = /^[^(),\s]+/.exec(guard.slice(at))?.[0] ?? '';
+    at += name.length;
+    if (guard[at] !== '(') return name;
+    at += 1;
+    const operands: string[] = [];
+    while (at < guard.length && guard[at] !== ')') {
+      operands.push(expression());
+      while (guard[at] === ',' || guard[at] === ' ') at += 1;
     }
-    onPath.delete(state);
-    done.add(state);
-    order.unshift(state);
+    at += 1;
+    if (name === 'not' && operands.length === 1) return `not ${operands[0]}`;
+    if ((name === 'and' || name === 'or') && operands.length > 0) return operands.join(` ${name} `);
+    return `${name}(${operands.join(', ')})`;
   };
-  for (const state of [...(graph.initial ? [graph.initial] : []), ...graph.states]) if (!done.has(state)) visit(state);
-  const rank = new Map<string, number>(graph.states.map((state) => [state, 0]));
-  for (const state of order) {
-    for (const edge of forward.filter((candidate) => candidate.from === state)) {
-      rank.set(edge.to, Math.max(rank.get(edge.to) ?? 0, (rank.get(state) ?? 0) + 1));
+  const words = expression();
+  return at === guard.length ? words : guard;
+}
+
+/** What an arrow says of a transition: its guard, with its event where the machine has several. */
+export function shortLabel(label: string, severalEvents: boolean): string {
+  const [head = ''] = label.split(' / ');
+  const match = /^(\S+)(?: \[(.*)\])?$/.exec(head.trim());
+  if (!match) return head;
+  const event = eventWords(match[1] ?? '');
+  const guard = match[2] === undefined ? undefined : guardWords(match[2]);
+  if (guard === undefined) return event;
+  return severalEvents ? `${event} [${guard}]` : guard;
+}
+
+/** A label in lines of about `width` characters, broken at spaces. */
+export function wrap(text: string, width = 18): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return lines;
+}
+
+function eventOf(label: string): string {
+  return label.split(' ')[0] ?? '';
+}
+
+/**
+ * The arrows to draw. A transition that every waiting state other than its target has, with the
+ * same label, is drawn once from the box around them (only toward a state outside the box: a
+ * final state); the rest one arrow per pair of states.
+ */
+export function chartDiagram(graph: ChartGraph): ChartDiagram {
+  const waiting = graph.states.filter((state) => !graph.finals.includes(state));
+  const severalEvents = new Set(graph.edges.flatMap((edge) => edge.labels.map(eventOf))).size > 1;
+  const fromEvery = (to: string, label: string): boolean =>
+    waiting.length >= 2 && waiting.every((from) => graph.edges.some((edge) => edge.from === from && edge.to === to && edge.labels.includes(label)));
+  const grouped = new Map<string, string[]>();
+  for (const edge of graph.edges) {
+    if (!graph.finals.includes(edge.to)) continue;
+    for (const label of edge.labels) {
+      const labels = grouped.get(edge.to) ?? [];
+      if (!labels.includes(label) && fromEvery(edge.to, label)) grouped.set(edge.to, [...labels, label]);
     }
   }
-  const last = Math.max(0, ...graph.states.filter((state) => !graph.finals.includes(state)).map((state) => (rank.get(state) ?? 0) + 1));
-  for (const state of graph.finals) rank.set(state, last);
-  return rank;
-}
-
-const NODE_W = 150;
-const NODE_H = 40;
-const COLUMN = 250;
-const ROW = 110;
-const MARGIN = 90;
-
-interface Point {
-  readonly x: number;
-  readonly y: number;
-}
-
-function number(value: number): string {
-  return String(Math.round(value * 10) / 10);
-}
-
-/** The graph laid out and drawn. */
-export function stateChart(machine: AnyStateMachine): StateChart {
-  const graph = chartGraph(machine);
-  const rank = ranks(graph);
-  const columns = new Map<number, string[]>();
-  for (const state of graph.states) {
-    const column = rank.get(state) ?? 0;
-    columns.set(column, [...(columns.get(column) ?? []), state]);
-  }
-  const tallest = Math.max(1, ...[...columns.values()].map((column) => column.length));
-  const width = MARGIN * 2 + NODE_W + COLUMN * Math.max(0, columns.size - 1);
-  const height = MARGIN * 2 + NODE_H + ROW * (tallest - 1);
-  const middle = height / 2;
-  const position = new Map<string, Point>();
-  for (const [column, states] of columns) {
-    states.forEach((state, i) => {
-      position.set(state, { x: MARGIN + NODE_W / 2 + column * COLUMN, y: middle + (i - (states.length - 1) / 2) * ROW });
-    });
-  }
-  const at = (state: string): Point => position.get(state) ?? { x: 0, y: 0 };
-  const parts: string[] = [];
-  // Labels go on top of the states, so that a long one beside a short arrow stays readable.
-  const labels: string[] = [];
-  graph.edges.forEach((edge, i) => {
-    const a = at(edge.from);
-    const b = at(edge.to);
-    const back = b.x < a.x || (b.x === a.x && b.y < a.y);
-    const span = Math.abs(b.x - a.x) / COLUMN;
-    const start = { x: a.x + (back ? -NODE_W / 4 : NODE_W / 2), y: a.y + (back ? NODE_H / 2 : 0) };
-    const end = { x: b.x + (back ? NODE_W / 4 : -NODE_W / 2), y: b.y + (back ? NODE_H / 2 : 0) };
-    // Arrows that skip a column bow around the states in between: upwards to targets above the
-    // source, downwards to those below, alternating for targets level with it.
-    const skips = span > 1.01;
-    const side = back ? 1 : b.y < a.y ? -1 : b.y > a.y ? 1 : i % 2 === 0 ? -1 : 1;
-    const bow = back ? 30 + 28 * span : skips ? 34 * span : 0;
-    const control = { x: (start.x + end.x) / 2, y: (start.y + end.y) / 2 + side * bow };
-    // Level neighbours: the label above both states; otherwise at the middle of the curve.
-    const level = bow === 0 && a.y === b.y;
-    const label = level
-      ? { x: (start.x + end.x) / 2, y: a.y - NODE_H / 2 - 2 }
-      : { x: (start.x + 2 * control.x + end.x) / 4, y: (start.y + 2 * control.y + end.y) / 4 - 4 };
-    const ends = `data-from="${escapeHtml(edge.from)}" data-to="${escapeHtml(edge.to)}"`;
-    const title = escapeHtml(edge.labels.join('\n'));
-    const text = escapeHtml(edge.labels.map((full) => /\[(.*?)\]/.exec(full)?.[1] ?? full.split(' / ')[0]).join(' | '));
-    parts.push(
-      `<g class="edge" ${ends}><title>${title}</title>` +
-        `<path d="M${number(start.x)},${number(start.y)} Q${number(control.x)},${number(control.y)} ${number(end.x)},${number(end.y)}" marker-end="url(#arrow)"/></g>`,
-    );
-    labels.push(`<text class="label" ${ends} x="${number(label.x)}" y="${number(label.y)}"><title>${title}</title>${text}</text>`);
+  const arrow = (from: string[], to: string, labels: string[], isGrouped: boolean): ChartArrow => ({
+    from,
+    to,
+    grouped: isGrouped,
+    labels,
+    lines: labels.flatMap((label) => wrap(shortLabel(label, severalEvents))),
   });
-  for (const state of graph.states) {
-    const { x, y } = at(state);
-    const kind = graph.finals.includes(state) ? ' final' : state === graph.initial ? ' initial' : '';
-    parts.push(
-      `<g class="node${kind}" data-state="${escapeHtml(state)}"><rect x="${number(x - NODE_W / 2)}" y="${number(y - NODE_H / 2)}" width="${NODE_W}" height="${NODE_H}" rx="${NODE_H / 2}"/>` +
-        `<text x="${number(x)}" y="${number(y + 5)}">${escapeHtml(state)}</text></g>`,
-    );
+  const declared = (state: string): number => graph.states.indexOf(state);
+  const arrows: ChartArrow[] = [...grouped]
+    .sort(([a], [b]) => declared(a) - declared(b))
+    .map(([to, labels]) => arrow(waiting, to, labels, true));
+  for (const edge of graph.edges) {
+    const rest = edge.labels.filter((label) => !grouped.get(edge.to)?.includes(label));
+    if (rest.length > 0) arrows.push(arrow([edge.from], edge.to, rest, false));
   }
-  if (graph.initial) {
-    const { x, y } = at(graph.initial);
-    parts.unshift(`<g class="start"><circle cx="${number(x - NODE_W / 2 - 40)}" cy="${number(y)}" r="7"/><path d="M${number(x - NODE_W / 2 - 33)},${number(y)} H${number(x - NODE_W / 2)}" marker-end="url(#arrow)"/></g>`);
-  }
-  const svg =
-    `<svg class="chart" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${number(width)} ${number(height)}" role="img" aria-label="${escapeHtml(machine.id)} state chart">` +
-    `<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z"/></marker></defs>` +
-    `${parts.join('')}${labels.join('')}</svg>`;
-  return { ...graph, svg };
+  return { ...graph, group: grouped.size > 0 ? waiting : [], arrows };
 }

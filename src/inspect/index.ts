@@ -9,22 +9,32 @@
  *   // …
  *   await server.close(); detach();
  */
+export { InspectionModel, type DeltaListener, type InspectionModelOptions } from './model.js';
 export {
-  InspectionModel,
+  INSPECTOR_SCHEMA_VERSION,
   type AllocationInfo,
   type ConnectionInfo,
-  type DeltaListener,
+  type DeploymentGroupInfo,
+  type DeploymentInfo,
   type EvaluationInfo,
   type ExecSessionInfo,
-  type InspectionModelOptions,
+  type FollowRequest,
   type InspectorDelta,
   type InspectorMessage,
   type InspectorSnapshot,
+  type IsoTime,
+  type LiveMessage,
+  type PolicyInfo,
   type ProblemInfo,
   type TaskInfo,
+  type TimelineEntry,
+  type TimelineInfo,
+  type TimelineMessage,
+  type TimelineResponse,
   type VerdictInfo,
-} from './model.js';
+} from './schema.js';
 export { InspectorServer, InspectorServerError, type ClientBacklog, type InspectorServerOptions } from './server.js';
-export { chartGraph, stateChart, type ChartEdge, type ChartGraph, type StateChart } from './chart.js';
+export { chartDiagram, chartGraph, type ChartArrow, type ChartDiagram, type ChartEdge, type ChartGraph } from './chart.js';
+export { stateChart, type StateChart } from './chartSvg.js';
 export { escapeHtml } from './escape.js';
 export { startInspector, type Inspector, type StartInspectorOptions } from './inspector.js';

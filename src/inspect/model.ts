@@ -1,166 +1,79 @@
 /**
  * What the inspector shows, kept current from a supervisor: its connection, every allocation being
- * judged (state, policy, tasks, times, verdict with Nomad's reasons), a bounded list of finished
- * ones, evaluation and exec session children, and recent problems. It learns of each step of every
- * machine from XState inspection events (hand `model.inspect` to createSupervisor) and of
- * verdicts, problems and the connection from the supervisor's streams (`attach`). Every change is
- * one delta with a key: a later delta of the same key replaces an earlier one, which lets a slow
- * client be sent only the latest. Nothing here reads or serialises configuration; any string that
- * contains a secret given to the model is redacted when serialised.
+ * judged (state, policy, tasks, times, verdict with Nomad's reasons, a timeline of its machine's
+ * steps), a bounded list of finished ones, deployments with Nomad's progress counts, evaluation
+ * and exec session children, and recent problems, all in the wire form of schema.ts. It learns of
+ * each step of every machine from XState inspection events (hand `model.inspect` to
+ * createSupervisor) and of verdicts, deployments, problems and the connection from the
+ * supervisor's streams (`attach`). Every change is one delta with a key: a later delta of the same
+ * key replaces an earlier one, which lets a slow client be sent only the latest. Nothing here reads
+ * or serialises configuration; any string that contains a secret given to the model is redacted
+ * when serialised.
  */
 import type { Subscription } from 'rxjs';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
-import { allocationHealthMachine, type AllocationHealthState } from '../../machines/allocationHealth.js';
-import { formatGoDuration, healthyAt } from '../../machines/allocationHealthRules.js';
-import type { AllocationHealthContext, HealthPolicySource } from '../../machines/allocationHealthTypes.js';
+import { allocationHealthMachine } from '../../machines/allocationHealth.js';
+import { healthyAt } from '../../machines/allocationHealthRules.js';
+import type { AllocationHealthContext } from '../../machines/allocationHealthTypes.js';
 import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
 import type { ExecSessionContext } from '../../machines/execSession.js';
 import { childOfActorId } from '../../machines/supervisor.js';
 import type { Clock } from '../clock/index.js';
 import { BoundedHistory } from '../supervisor/boundedHistory.js';
 import type { SupervisedAllocation, Supervisor } from '../supervisor/supervisor.js';
+import type { Deployment } from '../nomad/types.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictOutcome, VerdictRecord } from '../supervisor/types.js';
-
-export interface TaskInfo {
-  name: string;
-  state: string;
-  failed: boolean;
-  restarts: number;
-  startedAt: number | null;
-  finishedAt: number | null;
-  hook: string | null;
-  sidecar: boolean;
-}
-
-export interface VerdictInfo {
-  /** null for an allocation stopped before it was judged. */
-  healthy: boolean | null;
-  at: number;
-  /** Per task, Nomad's explanation. */
-  reasons: { task: string; reason: string }[];
-}
-
-export interface AllocationInfo {
-  id: string;
-  name: string | null;
-  namespace: string;
-  jobId: string;
-  jobVersion: number | null;
-  taskGroup: string;
-  deploymentId: string | null;
-  state: AllocationHealthState;
-  finished: boolean;
-  /** The last move of the health machine. */
-  lastTransition: { from: AllocationHealthState; to: AllocationHealthState; at: number } | null;
-  policy: {
-    source: HealthPolicySource;
-    minHealthyTimeMs: number;
-    healthyDeadlineMs: number;
-    /** The two durations as Nomad writes them ("10s", "5m0s"), so the page need not format Go durations. */
-    minHealthyTime: string;
-    healthyDeadline: string;
-    useChecks: boolean;
-    checks: { task: string; service: string; name: string; onUpdate: string }[];
-  };
-  clientStatus: string;
-  desiredStatus: string;
-  tasks: TaskInfo[];
-  checks: { task: string; service: string; name: string; status: string }[];
-  /** The latest task start: min_healthy_time counts from it. */
-  latestStart: number | null;
-  /** When it becomes healthy if nothing changes (or became, once healthy). */
-  healthyAt: number | null;
-  deadlineAt: number;
-  checksPassingSince: number | null;
-  /** Why the last update was ignored (malformed). */
-  rejected: string | null;
-  verdict: VerdictInfo | null;
-  /** Time of the machine's latest step. */
-  updatedAt: number;
-}
-
-export interface ConnectionInfo {
-  state: ConnectionState;
-  attempt: number;
-  lastError: string | null;
-  retryInMs: number | null;
-  index: number;
-  since: number;
-}
-
-export interface EvaluationInfo {
-  id: string;
-  state: string;
-  status: string | null;
-  jobId: string | null;
-  description: string | null;
-  chain: string[];
-  /** In the Nomad CLI's words (placement failures with their metrics). */
-  outcome: { ok: boolean; message: string } | null;
-}
-
-export interface ExecSessionInfo {
-  id: string;
-  allocId: string;
-  task: string;
-  tty: boolean;
-  state: string;
-  outcome: string | null;
-}
-
-export interface ProblemInfo {
-  seq: number;
-  at: number;
-  kind: SupervisorProblem['kind'];
-  message: string;
-  allocId: string | null;
-}
-
-export type InspectorDelta =
-  | { type: 'connection'; connection: ConnectionInfo }
-  | { type: 'allocation'; allocation: AllocationInfo }
-  | { type: 'evaluation'; evaluation: EvaluationInfo }
-  | { type: 'execSession'; execSession: ExecSessionInfo }
-  | { type: 'problem'; problem: ProblemInfo }
-  /** Time passing, so that countdowns move between changes. */
-  | { type: 'tick' };
-
-export interface InspectorSnapshot {
-  type: 'snapshot';
-  /** The server's clock (virtual in the demo): the page counts down from it. */
-  now: number;
-  /** Set on a snapshot sent instead of the deltas a slow client could not take. */
-  resynced: boolean;
-  finishedLimit: number;
-  connection: ConnectionInfo;
-  allocations: AllocationInfo[];
-  evaluations: EvaluationInfo[];
-  execSessions: ExecSessionInfo[];
-  problems: ProblemInfo[];
-}
-
-/** A delta as sent: its coalescing key and the server's clock. */
-export type InspectorMessage = InspectorDelta & { now: number };
+import { deploymentInfo } from './deployments.js';
+import {
+  INSPECTOR_SCHEMA_VERSION,
+  type AllocationInfo,
+  type ConnectionInfo,
+  type DeploymentInfo,
+  type EvaluationInfo,
+  type ExecSessionInfo,
+  type InspectorDelta,
+  type InspectorMessage,
+  type InspectorSnapshot,
+  type LiveMessage,
+  type ProblemInfo,
+  type TimelineInfo,
+  type TimelineResponse,
+  type VerdictInfo,
+} from './schema.js';
+import { isoTime, isoTimeOrNull } from './time.js';
+import { AllocationTimeline } from './timeline.js';
 
 export interface InspectionModelOptions {
   clock: Clock;
   /** Finished allocations kept (default 200). */
   finishedLimit?: number;
-  /** Problems kept (default 50); also the number of evaluations and exec sessions kept. */
+  /** Problems kept (default 50); also the number of deployments, evaluations and exec sessions kept. */
   recentLimit?: number;
+  /** Steps kept in each allocation's timeline (default 50; 0: no timelines). */
+  timelineLimit?: number;
   /** Strings never to show (the Nomad token, Consul's): replaced wherever they appear. */
   secrets?: readonly (string | undefined)[];
 }
 
 export type DeltaListener = (key: string, message: InspectorMessage) => void;
 
+/** An allocation as shown, and its timeline (only with the inspect hook, and a timelineLimit above 0). */
+interface Known {
+  info: AllocationInfo;
+  timeline: AllocationTimeline | undefined;
+}
+
 const REDACTED = '[redacted]';
 
 function verdictInfo(outcome: VerdictOutcome | null): VerdictInfo | null {
   if (outcome === null) return null;
-  if ('stopped' in outcome) return { healthy: null, at: outcome.at, reasons: [] };
-  if ('undetermined' in outcome) return { healthy: null, at: outcome.at, reasons: [{ task: '', reason: outcome.reason }] };
-  return { healthy: outcome.healthy, at: outcome.at, reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })) };
+  if ('stopped' in outcome) return { healthy: null, at: isoTime(outcome.at), reasons: [] };
+  if ('undetermined' in outcome) return { healthy: null, at: isoTime(outcome.at), reasons: [{ task: '', reason: outcome.reason }] };
+  return {
+    healthy: outcome.healthy,
+    at: isoTime(outcome.at),
+    reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })),
+  };
 }
 
 function allocationInfo(supervised: SupervisedAllocation, previous: AllocationInfo | undefined): AllocationInfo {
@@ -180,8 +93,6 @@ function allocationInfo(supervised: SupervisedAllocation, previous: AllocationIn
       source: health.policy.source,
       minHealthyTimeMs: health.policy.minHealthyTimeMs,
       healthyDeadlineMs: health.policy.healthyDeadlineMs,
-      minHealthyTime: formatGoDuration(health.policy.minHealthyTimeMs),
-      healthyDeadline: formatGoDuration(health.policy.healthyDeadlineMs),
       useChecks: health.policy.useChecks,
       checks: health.policy.expectedChecks.map(({ task, service, name, onUpdate }) => ({ task, service, name, onUpdate })),
     },
@@ -193,19 +104,20 @@ function allocationInfo(supervised: SupervisedAllocation, previous: AllocationIn
       state: task.state,
       failed: task.failed,
       restarts: task.restarts,
-      startedAt: task.startedAt,
-      finishedAt: task.finishedAt,
+      startedAt: isoTimeOrNull(task.startedAt),
+      finishedAt: isoTimeOrNull(task.finishedAt),
       hook: task.hook,
       sidecar: task.sidecar,
     })),
     checks: health.checks.map(({ task, service, name, status }) => ({ task, service, name, status })),
-    latestStart: health.tasks.kind === 'started' ? health.tasks.latestStart : null,
-    healthyAt: becameHealthyAt(health) ?? healthyAt(health),
-    deadlineAt: health.deadlineAt,
-    checksPassingSince: health.checksPassingSince,
+    watchingSince: isoTime(health.deadlineAt - health.policy.healthyDeadlineMs),
+    latestStart: health.tasks.kind === 'started' ? isoTime(health.tasks.latestStart) : null,
+    healthyAt: isoTimeOrNull(becameHealthyAt(health) ?? healthyAt(health)),
+    deadlineAt: isoTime(health.deadlineAt),
+    checksPassingSince: isoTimeOrNull(health.checksPassingSince),
     rejected: health.rejected,
     verdict: verdictInfo(health.outcome),
-    updatedAt: health.now,
+    updatedAt: isoTime(health.now),
   };
 }
 
@@ -229,14 +141,25 @@ function describeExecOutcome(outcome: ExecSessionContext['outcome']): string | n
   return outcome.reason === 'timeout' ? 'timed out' : 'cancelled';
 }
 
+interface InspectedSnapshot {
+  machine?: unknown;
+  value?: unknown;
+  status?: string;
+  context?: unknown;
+  output?: unknown;
+}
+
 export class InspectionModel {
   /** Pass to createSupervisor({ inspect }): every machine's steps arrive here. */
   readonly inspect: (event: InspectionEvent) => void;
   readonly finishedLimit: number;
+  readonly recentLimit: number;
   readonly clock: Clock;
+  private readonly timelineLimit: number;
   private readonly secrets: string[];
-  private readonly live = new Map<string, AllocationInfo>();
-  private readonly finished: BoundedHistory<AllocationInfo>;
+  private readonly live = new Map<string, Known>();
+  private readonly finished: BoundedHistory<Known>;
+  private readonly deployments: BoundedHistory<DeploymentInfo>;
   private readonly evaluations: BoundedHistory<EvaluationInfo>;
   private readonly execSessions: BoundedHistory<ExecSessionInfo>;
   private readonly problems: BoundedHistory<ProblemInfo>;
@@ -248,20 +171,23 @@ export class InspectionModel {
   constructor(options: InspectionModelOptions) {
     this.clock = options.clock;
     this.finishedLimit = options.finishedLimit ?? 200;
-    const recent = options.recentLimit ?? 50;
+    this.timelineLimit = options.timelineLimit ?? 50;
+    const recent = (this.recentLimit = options.recentLimit ?? 50);
     this.finished = new BoundedHistory(this.finishedLimit);
+    this.deployments = new BoundedHistory(recent);
     this.evaluations = new BoundedHistory(recent);
     this.execSessions = new BoundedHistory(recent);
     this.problems = new BoundedHistory(recent);
     this.secrets = (options.secrets ?? []).filter((secret): secret is string => typeof secret === 'string' && secret !== '');
-    this.connection = { state: 'connecting', attempt: 0, lastError: null, retryInMs: null, index: 0, since: this.clock.now() };
+    this.connection = { state: 'connecting', attempt: 0, lastError: null, retryInMs: null, index: 0, since: isoTime(this.clock.now()) };
     this.inspect = (event) => this.onInspection(event);
   }
 
   /**
    * Follows the supervisor's streams, starting from the allocations it judges now; returns the
    * function that stops following. Without `inspect` given to the supervisor, the model still
-   * follows every move and verdict, but not the steps that change only times or task states.
+   * follows every move and verdict, but not the steps that change only times or task states, and
+   * keeps no timelines.
    */
   attach(supervisor: Supervisor): () => void {
     this.supervisor = supervisor;
@@ -270,6 +196,7 @@ export class InspectionModel {
       supervisor.connection$.subscribe((state) => this.onConnection(state)),
       supervisor.changes$.subscribe((change) => this.onChange(change)),
       supervisor.verdicts$.subscribe((record) => this.onVerdict(record)),
+      supervisor.deployments$.subscribe((deployment) => this.onDeployment(deployment)),
       supervisor.problems$.subscribe((problem) => this.onProblem(problem)),
     ];
     return () => {
@@ -287,19 +214,27 @@ export class InspectionModel {
   snapshot(resynced = false): InspectorSnapshot {
     return {
       type: 'snapshot',
-      now: this.clock.now(),
+      schemaVersion: INSPECTOR_SCHEMA_VERSION,
+      now: isoTime(this.clock.now()),
       resynced,
       finishedLimit: this.finishedLimit,
+      recentLimit: this.recentLimit,
       connection: this.connection,
-      allocations: [...this.live.values(), ...this.finished.values()],
+      allocations: [...this.live.values(), ...this.finished.values()].map((known) => known.info),
+      deployments: [...this.deployments.values()],
       evaluations: [...this.evaluations.values()],
       execSessions: [...this.execSessions.values()],
       problems: [...this.problems.values()],
     };
   }
 
+  /** The steps of an allocation's machine (live or among the finished kept), if it has a timeline. */
+  timeline(allocationId: string): TimelineInfo | undefined {
+    return (this.live.get(allocationId) ?? this.finished.get(allocationId))?.timeline?.info(allocationId);
+  }
+
   /** JSON with every secret redacted: the one way anything of the model leaves the process. */
-  serialize(message: InspectorSnapshot | InspectorMessage): string {
+  serialize(message: LiveMessage | TimelineResponse): string {
     if (this.secrets.length === 0) return JSON.stringify(message);
     return JSON.stringify(message, (_key, value: unknown) =>
       typeof value === 'string' ? this.secrets.reduce((text, secret) => text.split(secret).join(REDACTED), value) : value,
@@ -307,8 +242,15 @@ export class InspectionModel {
   }
 
   /** Counts kept, for the tests of bounded memory. */
-  get sizes(): { live: number; finished: number; evaluations: number; execSessions: number; problems: number } {
-    return { live: this.live.size, finished: this.finished.size, evaluations: this.evaluations.size, execSessions: this.execSessions.size, problems: this.problems.size };
+  get sizes(): { live: number; finished: number; deployments: number; evaluations: number; execSessions: number; problems: number } {
+    return {
+      live: this.live.size,
+      finished: this.finished.size,
+      deployments: this.deployments.size,
+      evaluations: this.evaluations.size,
+      execSessions: this.execSessions.size,
+      problems: this.problems.size,
+    };
   }
 
   /** Tells every listener the time (the server does so while clients are connected). */
@@ -317,16 +259,19 @@ export class InspectionModel {
   }
 
   private emit(key: string, delta: InspectorDelta): void {
-    const message = { ...delta, now: this.clock.now() };
+    const message = { ...delta, now: isoTime(this.clock.now()) };
     for (const listener of this.listeners) listener(key, message);
   }
 
   private onInspection(event: InspectionEvent): void {
     if (event.type !== '@xstate.snapshot') return;
-    const snapshot = event.snapshot as { machine?: unknown; value?: unknown; status?: string; context?: unknown; output?: unknown };
+    const snapshot = event.snapshot as InspectedSnapshot;
     if (snapshot.machine === allocationHealthMachine) {
       const supervised = this.supervisor?.supervisedAllocation(event.rootId);
-      if (supervised) this.updateAllocation(supervised);
+      if (!supervised) return;
+      this.recordStep(supervised, event.event);
+      // The start only sets the machine up: the first observation follows at once.
+      if (event.event.type !== 'xstate.init') this.updateAllocation(supervised);
       return;
     }
     const id = (event.actorRef as Partial<AnyActorRef>).id;
@@ -335,11 +280,25 @@ export class InspectionModel {
     else if (child?.kind === 'exec') this.updateExecSession(child.id, snapshot);
   }
 
-  private updateAllocation(supervised: SupervisedAllocation): void {
+  private recordStep(supervised: SupervisedAllocation, event: { type: string }): void {
+    if (this.timelineLimit <= 0) return;
     const id = supervised.alloc.allocId;
-    const allocation = allocationInfo(supervised, this.live.get(id));
-    this.live.set(id, allocation);
-    this.emit(`allocation:${id}`, { type: 'allocation', allocation });
+    const known = this.live.get(id) ?? this.finished.get(id);
+    const timeline = known?.timeline ?? new AllocationTimeline(this.timelineLimit);
+    timeline.record(event, supervised.state, supervised.health);
+    if (known) known.timeline = timeline;
+    else this.live.set(id, { info: allocationInfo(supervised, undefined), timeline });
+  }
+
+  private updateAllocation(supervised: SupervisedAllocation, lastTransition?: AllocationInfo['lastTransition']): void {
+    const id = supervised.alloc.allocId;
+    const known = this.live.get(id) ?? this.finished.get(id);
+    const info = allocationInfo(supervised, known?.info);
+    if (lastTransition) info.lastTransition = lastTransition;
+    // An allocation judged again (moved into another deployment) leaves the finished ones.
+    this.finished.delete(id);
+    this.live.set(id, { info, timeline: known?.timeline });
+    this.emit(`allocation:${id}`, { type: 'allocation', allocation: info });
   }
 
   /**
@@ -349,10 +308,7 @@ export class InspectionModel {
   private onChange(change: StateChange): void {
     const supervised = this.supervisor?.supervisedAllocation(change.alloc.allocId);
     if (!supervised) return;
-    const id = change.alloc.allocId;
-    const allocation = { ...allocationInfo(supervised, this.live.get(id)), lastTransition: { from: change.from, to: change.to, at: change.at } };
-    this.live.set(id, allocation);
-    this.emit(`allocation:${id}`, { type: 'allocation', allocation });
+    this.updateAllocation(supervised, { from: change.from, to: change.to, at: isoTime(change.at) });
   }
 
   private onVerdict(record: VerdictRecord): void {
@@ -360,9 +316,17 @@ export class InspectionModel {
     const known = this.live.get(id);
     if (!known) return;
     this.live.delete(id);
-    const allocation = { ...known, finished: true, verdict: verdictInfo(record.outcome) };
-    this.finished.set(id, allocation);
-    this.emit(`allocation:${id}`, { type: 'allocation', allocation });
+    known.timeline?.settle();
+    const info = { ...known.info, finished: true, verdict: verdictInfo(record.outcome) };
+    this.finished.set(id, { info, timeline: known.timeline });
+    this.emit(`allocation:${id}`, { type: 'allocation', allocation: info });
+  }
+
+  private onDeployment(deployment: Deployment): void {
+    const info = deploymentInfo(deployment, this.clock.now());
+    if (info.id === '') return;
+    this.deployments.set(info.id, info);
+    this.emit(`deployment:${info.id}`, { type: 'deployment', deployment: info });
   }
 
   private onConnection(state: ConnectionState): void {
@@ -373,18 +337,24 @@ export class InspectionModel {
       lastError: context?.lastError ?? null,
       retryInMs: context?.retryInMs ?? null,
       index: context?.index ?? 0,
-      since: this.clock.now(),
+      since: isoTime(this.clock.now()),
     };
     this.emit('connection', { type: 'connection', connection: this.connection });
   }
 
   private onProblem(problem: SupervisorProblem): void {
-    const info: ProblemInfo = { seq: ++this.problemSeq, at: this.clock.now(), kind: problem.kind, message: problem.message, allocId: problem.allocId ?? null };
+    const info: ProblemInfo = {
+      seq: ++this.problemSeq,
+      at: isoTime(this.clock.now()),
+      kind: problem.kind,
+      message: problem.message,
+      allocId: problem.allocId ?? null,
+    };
     this.problems.set(String(info.seq), info);
     this.emit(`problem:${info.seq}`, { type: 'problem', problem: info });
   }
 
-  private updateEvaluation(id: string, snapshot: { value?: unknown; status?: string; context?: unknown; output?: unknown }): void {
+  private updateEvaluation(id: string, snapshot: InspectedSnapshot): void {
     const context = snapshot.context as { evalId: string; chain: string[]; evaluation?: EvaluationView } | undefined;
     const output = snapshot.status === 'done' ? (snapshot.output as EvaluationOutcome | undefined) : undefined;
     const evaluation: EvaluationInfo = {
@@ -400,7 +370,7 @@ export class InspectionModel {
     this.emit(`evaluation:${evaluation.id}`, { type: 'evaluation', evaluation });
   }
 
-  private updateExecSession(id: string, snapshot: { value?: unknown; status?: string; context?: unknown }): void {
+  private updateExecSession(id: string, snapshot: InspectedSnapshot): void {
     const context = snapshot.context as ExecSessionContext | undefined;
     // The command and its arguments are not shown: they may carry credentials.
     const execSession: ExecSessionInfo = {

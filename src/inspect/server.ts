@@ -1,9 +1,12 @@
 /**
  * The inspection server: node:http and ws on loopback, started and stopped by its owner.
  *
- *   GET /                 the page (HTML; its script and style from /app.js and /app.css)
- *   GET /api/snapshot     the model's snapshot as JSON
- *   WS  /api/live         the snapshot first, then one JSON delta per message
+ *   GET /                 the page (HTML; its script, style and icon from /app.js, /app.css, /favicon.svg)
+ *   GET /api/snapshot     the model's snapshot as JSON (schema.ts)
+ *   GET /api/allocations/<id>/timeline   the steps of one allocation's health machine
+ *   WS  /api/live         the snapshot first, then one JSON delta per message; a client that sends
+ *                         {"type":"follow","allocationId":…} also gets that allocation's timeline,
+ *                         at once and after each of its changes
  *
  * A client that reads slowly does not grow memory: while its socket holds more than `highWaterBytes`
  * unsent, its deltas wait in a map keyed by what they describe (a newer delta of the same
@@ -17,9 +20,13 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { AnyStateMachine } from 'xstate';
 import type { TimerHandle } from '../clock/index.js';
 import { allocationHealthMachine } from '../../machines/allocationHealth.js';
-import { stateChart } from './chart.js';
+import { stateChart } from './chartSvg.js';
 import type { InspectionModel } from './model.js';
-import { PAGE_SCRIPT, PAGE_STYLE, pageHtml } from './page.js';
+import { INSPECTOR_SCHEMA_VERSION, type FollowRequest, type TimelineMessage } from './schema.js';
+import { isoTime } from './time.js';
+import { loadPageAssets, type PageAssets } from './assets.js';
+import { InspectorServerError } from './errors.js';
+import { FAVICON_SVG, pageHtml } from './page.js';
 
 export interface InspectorServerOptions {
   model: InspectionModel;
@@ -35,12 +42,11 @@ export interface InspectorServerOptions {
   tickMs?: number;
   /** The machine whose chart the page draws (default the allocation health machine). */
   chartOf?: AnyStateMachine;
+  /** Where the built app.js and app.css are (default the package's dist/inspector). */
+  assetsDir?: string;
 }
 
-export class InspectorServerError extends Error {
-  override name = 'InspectorServerError';
-  readonly code = 'WARDEN_INSPECTOR';
-}
+export { InspectorServerError };
 
 /** One client's outbox. */
 interface Client {
@@ -48,6 +54,24 @@ interface Client {
   readonly pending: Map<string, string>;
   resync: boolean;
   resyncs: number;
+  /** The allocation whose timeline it asked for. */
+  following: string | null;
+}
+
+/** Allocation IDs are UUIDs; anything much longer is not one. */
+const MAX_ID_LENGTH = 256;
+const TIMELINE_PATH = /^\/api\/allocations\/([^/]+)\/timeline$/;
+
+function followRequest(data: unknown): FollowRequest | undefined {
+  try {
+    const message = JSON.parse(String(data)) as Partial<FollowRequest> | null;
+    if (message?.type !== 'follow') return undefined;
+    const id = message.allocationId;
+    if (id === null || (typeof id === 'string' && id.length <= MAX_ID_LENGTH)) return { type: 'follow', allocationId: id };
+  } catch {
+    // Not JSON: ignored, like anything else a client may send.
+  }
+  return undefined;
 }
 
 export interface ClientBacklog {
@@ -91,7 +115,12 @@ export class InspectorServer {
     this.unsubscribe = model.subscribe((key, message) => {
       if (this.clients.size === 0) return;
       const text = model.serialize(message);
-      for (const client of this.clients) this.enqueue(client, key, text);
+      const followedId = message.type === 'allocation' ? message.allocation.id : undefined;
+      let timeline: string | undefined;
+      for (const client of this.clients) {
+        this.enqueue(client, key, text);
+        if (followedId !== undefined && client.following === followedId) this.enqueue(client, 'timeline', (timeline ??= this.timelineText(followedId)));
+      }
     });
   }
 
@@ -100,7 +129,8 @@ export class InspectorServer {
     if (host !== '127.0.0.1' && host !== '::1') throw new InspectorServerError(`the inspector listens on loopback only, not ${String(host)}`);
     const port = options.port ?? 0;
     if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new InspectorServerError(`invalid inspector port ${port}`);
-    const chart = stateChart(options.chartOf ?? allocationHealthMachine);
+    const assets = loadPageAssets(options.assetsDir);
+    const chart = await stateChart(options.chartOf ?? allocationHealthMachine);
     const page = pageHtml(chart);
     const http = createServer();
     const sockets = new WebSocketServer({ noServer: true, maxPayload: 1024 });
@@ -109,7 +139,7 @@ export class InspectorServer {
       http.listen(port, host, resolve);
     });
     const ready = new InspectorServer(http, sockets, options.model, options);
-    http.on('request', (req: IncomingMessage, res: ServerResponse) => ready.route(req, res, page));
+    http.on('request', (req: IncomingMessage, res: ServerResponse) => ready.route(req, res, page, assets));
     http.on('upgrade', (req, socket, head) => {
       if (!ready.sameHost(req) || new URL(req.url ?? '/', 'http://x').pathname !== '/api/live' || !ready.sameOrigin(req)) {
         socket.end('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
@@ -145,10 +175,12 @@ export class InspectorServer {
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
 
-  private route(req: IncomingMessage, res: ServerResponse, page: string): void {
+  private route(req: IncomingMessage, res: ServerResponse, page: string, assets: PageAssets): void {
     if (!this.sameHost(req)) return void res.writeHead(421, { 'content-type': 'text/plain' }).end('Misdirected request\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return void res.writeHead(405, { allow: 'GET, HEAD' }).end();
     const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const timelineOf = TIMELINE_PATH.exec(path)?.[1];
+    if (timelineOf !== undefined) return this.sendTimeline(res, decodeURIComponent(timelineOf));
     switch (path) {
       case '/':
         return this.send(res, 'text/html; charset=utf-8', page, {
@@ -156,14 +188,29 @@ export class InspectorServer {
             "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
         });
       case '/app.js':
-        return this.send(res, 'text/javascript; charset=utf-8', PAGE_SCRIPT);
+        return this.send(res, 'text/javascript; charset=utf-8', assets.script);
       case '/app.css':
-        return this.send(res, 'text/css; charset=utf-8', PAGE_STYLE);
+        return this.send(res, 'text/css; charset=utf-8', assets.style);
+      case '/favicon.svg':
+        return this.send(res, 'image/svg+xml', FAVICON_SVG);
       case '/api/snapshot':
         return this.send(res, 'application/json; charset=utf-8', this.model.serialize(this.model.snapshot()));
       default:
         return this.send(res, 'text/plain; charset=utf-8', 'Not found\n', {}, 404);
     }
+  }
+
+  private sendTimeline(res: ServerResponse, allocationId: string): void {
+    const timeline = this.model.timeline(allocationId);
+    const type = 'application/json; charset=utf-8';
+    if (timeline === undefined) return this.send(res, type, JSON.stringify({ error: 'no timeline for this allocation' }), {}, 404);
+    const now = isoTime(this.model.clock.now());
+    this.send(res, type, this.model.serialize({ schemaVersion: INSPECTOR_SCHEMA_VERSION, now, timeline }));
+  }
+
+  private timelineText(allocationId: string): string {
+    const message: TimelineMessage = { type: 'timeline', now: isoTime(this.model.clock.now()), allocationId, timeline: this.model.timeline(allocationId) ?? null };
+    return this.model.serialize(message);
   }
 
   private send(res: ServerResponse, type: string, body: string, headers: Record<string, string> = {}, status = 200): void {
@@ -184,12 +231,17 @@ export class InspectorServer {
   }
 
   private welcome(socket: WebSocket): void {
-    const client: Client = { socket, pending: new Map(), resync: false, resyncs: 0 };
+    const client: Client = { socket, pending: new Map(), resync: false, resyncs: 0, following: null };
     this.clients.add(client);
     socket.on('close', () => this.forget(client));
     socket.on('error', () => this.forget(client));
-    // The page only listens; anything it sends is ignored.
-    socket.on('message', () => undefined);
+    // A page may ask to follow one allocation's timeline; anything else it sends is ignored.
+    socket.on('message', (data) => {
+      const request = followRequest(data);
+      if (request === undefined) return;
+      client.following = request.allocationId;
+      if (request.allocationId !== null) this.enqueue(client, 'timeline', this.timelineText(request.allocationId));
+    });
     this.write(client, this.model.serialize(this.model.snapshot()));
     this.startTicking();
   }
@@ -234,6 +286,8 @@ export class InspectorServer {
         client.resync = false;
         client.resyncs += 1;
         this.write(client, this.model.serialize(this.model.snapshot(true)));
+        // The timeline it follows went with the dropped deltas.
+        if (client.following !== null) client.pending.set('timeline', this.timelineText(client.following));
         continue;
       }
       const next = client.pending.entries().next();

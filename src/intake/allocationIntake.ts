@@ -19,7 +19,7 @@ import { checksRequired } from '../../machines/allocationHealthRules.js';
 import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import type { Clock } from '../clock/index.js';
-import type { ConsulCheckFanOut } from '../consul/checkFanOut.js';
+import type { ServiceCheckSources } from '../nomadChecks/checkSources.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { judgeSight } from '../health/historyFeed.js';
 import { parseNanoTime } from '../health/nomadTime.js';
@@ -45,8 +45,8 @@ export interface AllocationIntakeOptions {
   readonly scope: ResolvedScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   readonly policy?: OptInHealthPolicy | undefined;
-  /** Consul's checks, fanned out to the allocations judged by them. */
-  readonly consul?: ConsulCheckFanOut | undefined;
+  /** Where allocations judged by their service checks get them (Consul's, or Nomad's own). */
+  readonly checks: ServiceCheckSources;
   readonly logger: Logger;
   /** Verdicts (and reasons for not judging) kept once an allocation is decided. */
   readonly historySize: number;
@@ -187,7 +187,7 @@ export class AllocationIntake {
 
   /** How the group is judged for an allocation in a deployment (or not, and why). */
   judgementOf(job: Job, group: string, inDeployment: boolean): Judgement {
-    return judgementOf(job, group, { inDeployment, optIn: this.options.policy, consul: this.options.consul !== undefined });
+    return judgementOf(job, group, { inDeployment, optIn: this.options.policy, checksUnavailable: (spec) => this.options.checks.unavailable(spec) });
   }
 
   /**
@@ -317,7 +317,7 @@ export class AllocationIntake {
 
   /** Feeds one sight of the allocation to its machine (starting it on the first one that can be judged). */
   private judge(id: string, admitted: Admitted, allocation: Allocation, live = false): void {
-    const { registry, consul, logger } = this.options;
+    const { registry, checks, logger } = this.options;
     const first = admitted.opening;
     try {
       const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, first?.rewatchedFrom === undefined ? {} : { rewatchedFrom: first.rewatchedFrom });
@@ -337,9 +337,9 @@ export class AllocationIntake {
         this.decide({ alloc: admitted.ref, outcome: sight.outcome });
         return;
       }
-      // The checks as Consul has them now: they count from now, not from the history's start.
-      if (first !== undefined && registry.has(id) && checksRequired(admitted.policy) && consul) {
-        registry.updateChecks(id, consul.follow(id, admitted.group));
+      // The checks as known now: they count from now, not from the history's start.
+      if (first !== undefined && registry.has(id) && checksRequired(admitted.policy)) {
+        registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group));
       }
     } catch (error) {
       this.forget(id);
@@ -373,6 +373,6 @@ export class AllocationIntake {
   /** Drops the machine and the check following of an allocation. */
   private forget(id: string): void {
     this.options.registry.drop(id);
-    this.options.consul?.forget(id);
+    this.options.checks.forget(id);
   }
 }

@@ -6,7 +6,7 @@
 import { Observable, timer, type Subscription } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import { schedulerFor, systemClock } from '../clock/index.js';
-import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { retryDelay, type BackoffOptions } from './backoff.js';
 import { isRetryable } from './errors.js';
 import type { NomadResponse } from './transport.js';
 
@@ -29,7 +29,8 @@ export interface WatchQueryOptions {
 
 /**
  * An Observable of a query's successive results: the first answer, then one per index change.
- * Retryable errors back off on the clock and retry; others end the Observable with the error.
+ * Retryable errors back off on the clock (at least as long as an answer's Retry-After asks, up to
+ * the back-off's maximum) and retry; others end the Observable with the error.
  * Unsubscribing aborts the query in flight.
  */
 export function watchQuery<T>(query: IndexedQuery<T>, options: WatchQueryOptions = {}): Observable<NomadResponse<T>> {
@@ -63,7 +64,7 @@ export function watchQuery<T>(query: IndexedQuery<T>, options: WatchQueryOptions
           if (controller.signal.aborted) return;
           if (!retryable(error)) return subscriber.error(error);
           failures++;
-          pause = timer(backoffDelay(failures, options.backoff), scheduler).subscribe(ask);
+          pause = timer(retryDelay(failures, error, options.backoff), scheduler).subscribe(ask);
         },
       );
     };

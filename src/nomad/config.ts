@@ -1,5 +1,6 @@
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { registerEnvironmentSecrets, withoutCredentials } from '../secrets.js';
 
 /** TLS settings shared by the HTTP pool and the exec websocket. Certificates are PEM text. */
 export interface NomadTlsOptions {
@@ -80,6 +81,7 @@ export function envValue(env: Env, name: string): string | undefined {
  * NOMAD_CLIENT_CERT + NOMAD_CLIENT_KEY, NOMAD_TLS_SERVER_NAME, NOMAD_SKIP_VERIFY. `overrides` win.
  */
 export function nomadConfigFromEnv(env: Env = process.env, overrides: Partial<NomadConfig> = {}): NomadConfig {
+  registerEnvironmentSecrets(env);
   const address = envValue(env, 'NOMAD_ADDR') ?? DEFAULT_NOMAD_ADDRESS;
   const tls: NomadTlsOptions = {};
   const caCert = envValue(env, 'NOMAD_CACERT');
@@ -119,7 +121,7 @@ export function normalizeAddress(address: string): string {
   try {
     url = new URL(withScheme);
   } catch {
-    throw new NomadConfigError(`NOMAD_ADDR is not a valid address: ${address}`);
+    throw new NomadConfigError(`NOMAD_ADDR is not a valid address: ${withoutCredentials(address)}`);
   }
   if (!['http:', 'https:', 'unix:'].includes(url.protocol)) {
     throw new NomadConfigError(`NOMAD_ADDR must be http://, https:// or unix://, got ${url.protocol}//`);

@@ -3,6 +3,7 @@
  * websocket: the origin to dial, the socket options (Unix socket, TLS/mTLS) and the headers every
  * request carries.
  */
+import { registerAddressCredentials, registerSecret } from '../secrets.js';
 import type { NomadConfig } from './config.js';
 import { normalizeAddress } from './config.js';
 
@@ -50,8 +51,12 @@ export function tlsConnectOptions(config: NomadConfig): NomadConnectOptions {
 /**
  * Headers every request to the cluster carries: the ACL token, when there is one. X-Nomad-Token,
  * not `Authorization: Bearer`: every Nomad reads X-Nomad-Token (and checks it first), Bearer only
- * 1.4+; the exec websocket's upgrade carries the same header.
+ * 1.4+; the exec websocket's upgrade carries the same header. Every connection (HTTP pool, exec
+ * websocket) is configured through here, so it registers the token and the address's userinfo
+ * for scrubbing (src/secrets.ts) before anything can come back.
  */
 export function nomadAuthHeaders(config: NomadConfig): Record<string, string> {
+  registerSecret(config.token);
+  registerAddressCredentials(config.address);
   return config.token === undefined ? {} : { 'x-nomad-token': config.token };
 }

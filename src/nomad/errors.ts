@@ -1,8 +1,12 @@
 import { errorMessage } from '../errorMessage.js';
+import { scrubSecrets } from '../secrets.js';
+import type { RetryAfterHint } from './backoff.js';
 /**
  * Errors of the Nomad transport, undici style: one base class with a stable `code`, one subclass
  * per kind of failure. None of them ever carries the ACL token: requests are described by method
- * and path (the token travels only in a header), and bodies are Nomad's own text.
+ * and path (the token travels only in a header), and whatever text came from the server (a body, a
+ * stream's error text, an excerpt) is scrubbed of every registered secret here, in the constructors
+ * (src/secrets.ts): a server that echoes the token gets it printed nowhere.
  */
 
 /** Longest piece of a body kept in an error: enough for any Nomad message, bounded for logs. */
@@ -17,27 +21,37 @@ function excerpt(text: string): string {
 
 export abstract class NomadError extends Error {
   abstract readonly code: string;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(scrubSecrets(message), options);
+  }
 }
 
 /**
  * Nomad answered with a status other than 200. `body` is Nomad's plain-text message (for example
  * `job not found`, `Permission denied`, `Enforcing job modify index 3: …`).
  */
-export class NomadHttpError extends NomadError {
+export class NomadHttpError extends NomadError implements RetryAfterHint {
   readonly code = 'NOMAD_HTTP_ERROR';
   /** Nomad's message (bounded in length). */
   readonly body: string;
+  /** The answer's Retry-After in ms (a 429 or 503 from a rate limit or a proxy), when it had one. */
+  readonly retryAfterMs: number | undefined;
 
   constructor(
     readonly status: number,
     readonly method: string,
     readonly path: string,
     body: string,
+    options: { retryAfterMs?: number | undefined } = {},
   ) {
-    const trimmed = excerpt(body.trim());
+    // Scrubbed before it is cut, so no excerpt can end in part of a secret.
+    const clean = scrubSecrets(body);
+    const trimmed = excerpt(clean.trim());
     super(`Nomad ${method} ${path}: ${status}${trimmed === '' ? '' : ` (${trimmed})`}`);
     this.name = 'NomadHttpError';
-    this.body = excerpt(body);
+    this.body = excerpt(clean);
+    this.retryAfterMs = options.retryAfterMs;
   }
 
   /**
@@ -63,7 +77,7 @@ export class NomadDecodeError extends NomadError {
   constructor(message: string, text: string) {
     super(message);
     this.name = 'NomadDecodeError';
-    this.excerpt = excerpt(text).slice(0, 200);
+    this.excerpt = scrubSecrets(text.slice(0, 200));
   }
 }
 

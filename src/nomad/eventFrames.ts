@@ -2,11 +2,14 @@
  * Decoding of one event-stream line into a frame, and type guards for the events Warden reads.
  * Unknown topics and event types pass through untouched; an element of Events that is no event,
  * or an event of a topic Warden reads whose Payload lacks that topic's object, is skipped with the
- * reason. A line that is not a frame at all (not JSON, no Index/Events) is an error; when it still
- * names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch says which.
+ * reason: counted, the first few kept as examples (a batch of 200,000 unusable events is one
+ * report, not 200,000). A line that is not a frame at all (not JSON, no Index/Events) is an error;
+ * when it still names its batch (Nomad's compact `{"Events":[…],"Index":N}`), undecodableBatch
+ * says which.
  */
+import { scrubSecrets } from '../secrets.js';
 import { NomadDecodeError } from './errors.js';
-import { parseNomadJsonAt, stringifyNomadJson, type TimestampPatch } from './json.js';
+import { decoding, jsonPrefix, parseNomadJsonAt, type TimestampPatch } from './json.js';
 import type { AllocationEvent, DeploymentEvent, EvaluationEvent, EventFrame, JobEvent, NomadEvent } from './types.js';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -48,21 +51,30 @@ export interface SkippedEvent {
   excerpt: string;
 }
 
-/** A decoded frame; `skipped` counts elements of its Events list that were not usable events. */
-export interface DecodedFrame extends EventFrame {
-  skipped: number;
-  /** One report per skipped element (empty when none was). */
-  problems: readonly SkippedEvent[];
+/** Examples kept of what one batch lost: enough to see what went wrong, bounded whatever the batch holds. */
+export const SKIPPED_EXAMPLES = 3;
+
+/** What one batch lost: how much, and the first few as examples. */
+export interface BatchSkips {
+  /** Raft index of the batch. */
+  index: number;
+  /** Elements of its Events list skipped; 1 for a whole line that did not decode (its example has no position). */
+  count: number;
+  /** The first skipped, in order: at most SKIPPED_EXAMPLES. */
+  examples: readonly SkippedEvent[];
 }
 
-const NO_PROBLEMS: readonly SkippedEvent[] = Object.freeze([]);
+/** A decoded frame; `skipped` says which elements of its Events list were not usable events, if any were. */
+export interface DecodedFrame extends EventFrame {
+  skipped?: BatchSkips;
+}
 
 /** The element's Topic, Type and Key, then the start of its Payload: which event it was, and why. */
 function elementExcerpt(element: unknown): string {
-  if (!isRecord(element)) return stringifyNomadJson(element ?? null).slice(0, EXCERPT_CHARS);
+  if (!isRecord(element)) return scrubSecrets(jsonPrefix(element ?? null, EXCERPT_CHARS));
   const identity = [element.Topic, element.Type, element.Key].filter((part) => typeof part === 'string').join(' ');
-  const payload = stringifyNomadJson(element.Payload ?? null);
-  return (identity === '' ? payload : `${identity}: ${payload}`).slice(0, EXCERPT_CHARS);
+  const payload = jsonPrefix(element.Payload ?? null, EXCERPT_CHARS);
+  return scrubSecrets((identity === '' ? payload : `${identity}: ${payload}`).slice(0, EXCERPT_CHARS));
 }
 
 /** The task or reschedule events of `holder[key]` (`{Events: [...]}`), each with its timestamp. */
@@ -113,6 +125,12 @@ function frameTimes(frame: object, patch: TimestampPatch): boolean {
  * reported with the reason, so that one bad event does not hold back its neighbours.
  */
 export function decodeFrame(line: string): DecodedFrame | null {
+  // Whatever goes wrong on the way (the excerpt of an element nested thousands deep overflows the
+  // stack, say) is a line that does not decode: skipped when it names its batch.
+  return decoding(line, () => decodeLine(line));
+}
+
+function decodeLine(line: string): DecodedFrame | null {
   const value = parseNomadJsonAt(line, frameTimes);
   if (!isRecord(value)) throw new NomadDecodeError('event stream line is not a JSON object', line);
   const { Index, Events } = value;
@@ -122,14 +140,21 @@ export function decodeFrame(line: string): DecodedFrame | null {
   }
   if (!Array.isArray(Events)) throw new NomadDecodeError('event stream frame without an Events list', line);
   const events: NomadEvent[] = [];
-  let problems: SkippedEvent[] | undefined;
+  let skipped: { index: number; count: number; examples: SkippedEvent[] } | undefined;
   for (let position = 0; position < Events.length; position++) {
     const element: unknown = Events[position];
     const reason = eventProblem(element);
-    if (reason === undefined) events.push(element as NomadEvent);
-    else (problems ??= []).push({ index: Index, position, reason, excerpt: elementExcerpt(element) });
+    if (reason === undefined) {
+      events.push(element as NomadEvent);
+      continue;
+    }
+    skipped ??= { index: Index, count: 0, examples: [] };
+    skipped.count++;
+    // Only the examples get an excerpt: the rest are counted, never held.
+    // The reason may name the element's Topic: text from the server too.
+    if (skipped.examples.length < SKIPPED_EXAMPLES) skipped.examples.push({ index: Index, position, reason: scrubSecrets(reason), excerpt: elementExcerpt(element) });
   }
-  return { Index, Events: events, skipped: problems?.length ?? 0, problems: problems ?? NO_PROBLEMS };
+  return skipped === undefined ? { Index, Events: events } : { Index, Events: events, skipped };
 }
 
 /** Nomad's compact batch line: `{"Events":` … `,"Index":N}`, N without sign or leading zero. */
@@ -142,19 +167,19 @@ const JSON_ERROR_POSITION = /at position (\d+)/;
  * it begins and ends as Nomad writes a batch and its trailing Index is a safe integer. undefined
  * when it does not (raw error text, a line cut short): then nothing tells which batch to skip.
  */
-export function undecodableBatch(line: string, error: NomadDecodeError): SkippedEvent | undefined {
+export function undecodableBatch(line: string, error: NomadDecodeError): BatchSkips | undefined {
   if (!line.startsWith(BATCH_HEAD)) return undefined;
   const digits = BATCH_TAIL.exec(line.slice(-32))?.[1];
   const index = digits === undefined ? NaN : Number(digits);
   if (!Number.isSafeInteger(index)) return undefined;
-  return { index, reason: error.message, excerpt: lineExcerpt(line, error) };
+  return { index, count: 1, examples: [{ index, reason: error.message, excerpt: lineExcerpt(line, error) }] };
 }
 
 /** The text around the position a JSON error names, else the start of the line. */
 export function lineExcerpt(line: string, error: NomadDecodeError): string {
   const position = Number(JSON_ERROR_POSITION.exec(error.message)?.[1] ?? 0);
   const start = Math.max(0, Math.min(position - EXCERPT_CHARS / 2, line.length - EXCERPT_CHARS));
-  return line.slice(start, start + EXCERPT_CHARS);
+  return scrubSecrets(line.slice(start, start + EXCERPT_CHARS));
 }
 
 function hasObject<K extends string>(event: NomadEvent, topic: string, key: K, idKey = 'ID'): boolean {

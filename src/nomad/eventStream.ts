@@ -8,8 +8,12 @@
  *   reconnecting would only make Nomad send it again. An unusable event inside a batch is skipped
  *   alone. A line that names no batch fails the connection; attempts then back off further and
  *   further, since failures count until the stream gets past the point where it last failed.
+ * - Recovery of what was skipped: after a batch (or events of one) is skipped, the watched
+ *   allocations are listed, as after a reconnect, so an allocation update only that batch carried
+ *   is not lost.
  * - Resume: after any error or close, wait (exponential back-off with jitter, on the injected
- *   clock) and reconnect from the last index seen. Nomad answers with "the closest batch" (a
+ *   clock; at least as long as a 429/503's Retry-After asks, up to the back-off's maximum) and
+ *   reconnect from the last index seen. Nomad answers with "the closest batch" (a
  *   batch at or below the index asked for, or its whole buffer when the index is too old), so
  *   every batch below the last index is dropped, and at the last index every event already
  *   delivered (Nomad 1.1.2 sends a registration as two frames with the same index: Job, then
@@ -29,13 +33,13 @@
 import { BehaviorSubject, Observable, defer, distinctUntilChanged, finalize, retry, share, throwError, timer } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import { schedulerFor, systemClock } from '../clock/index.js';
-import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { retryDelay, type BackoffOptions } from './backoff.js';
 import type { NomadClient } from './client.js';
 import { NomadDecodeError, NomadHttpError, NomadStreamError, isRetryable } from './errors.js';
-import { decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type DecodedFrame, type SkippedEvent } from './eventFrames.js';
+import { SKIPPED_EXAMPLES, decodeFrame, isAllocationEvent, lineExcerpt, undecodableBatch, type BatchSkips, type DecodedFrame } from './eventFrames.js';
 import { AllocationFreshness } from './freshness.js';
 import { NdjsonDecoder } from './ndjson.js';
-import { listWatchedAllocations, resyncScope, type ResyncScope } from './resync.js';
+import { listWatchedAllocations, resyncScope, type Listing, type ResyncScope } from './resync.js';
 import type { Allocation, AllocationEvent, NomadEvent } from './types.js';
 
 export type StreamStatus = 'connecting' | 'resyncing' | 'streaming' | 'backingOff' | 'stopped' | 'failed';
@@ -74,8 +78,11 @@ export interface EventBatch {
   events: NomadEvent[];
   /** true for the synthetic allocation updates of a reconnect's listing. */
   resync: boolean;
-  /** What Nomad sent at this index that could not be used and was skipped (first time seen only). */
-  skipped?: readonly SkippedEvent[];
+  /**
+   * What Nomad sent at this index that could not be used and was skipped (first time seen only);
+   * for a resync batch, the allocations of the listing that could not be decoded.
+   */
+  skipped?: BatchSkips;
 }
 
 export interface EventStreamOptions {
@@ -120,10 +127,12 @@ class StreamSession {
   /** Frames below the index the caller asked to start from are not theirs (closest-batch replay). */
   private readonly startIndex: number;
   private needsResync: boolean;
+  /** A skip was reported on this connection: list the watched allocations before reading on. */
+  private relistDue = false;
   private readonly freshness = new AllocationFreshness();
   /** Events other than allocation updates delivered at lastIndex (one index can span frames). */
   private readonly deliveredAtLast = new Set<string>();
-  /** The latest skips reported (`index/position`), oldest first. */
+  /** The latest skips reported (`index/position/count`), oldest first. */
   private readonly reportedSkips = new Set<string>();
   /** The connection has shown it is healthy (see StreamState.failures). */
   private healthy = false;
@@ -167,7 +176,8 @@ class StreamSession {
     }
     this.failures++;
     this.needsResync = true;
-    const delay = backoffDelay(this.failures, backoff);
+    // A 429/503 that says when to come back (Retry-After) is honoured, up to the back-off's maximum.
+    const delay = retryDelay(this.failures, error, backoff);
     this.setStatus('backingOff', { retryAt: this.clock.now() + delay, error: wrapped });
     return timer(delay, schedulerFor(this.clock));
   }
@@ -216,6 +226,17 @@ class StreamSession {
           this.emptyCloses = 0;
         }
         for (const line of decoder.push(chunk)) this.handleLine(line, deliver);
+        if (this.relistDue) {
+          // What a skipped batch carried is recovered by a listing, on this connection; the body
+          // waits unread meanwhile. A failure here fails the connection, whose reconnect lists anyway.
+          disarmIdle();
+          this.relistDue = false;
+          this.setStatus('resyncing');
+          const batch = await this.resync(connection.signal);
+          if (batch !== undefined) deliver(batch);
+          this.setStatus('streaming');
+          armIdle();
+        }
       }
       if (!received) throw emptyClose(++this.emptyCloses);
       throw endOfStream(decoder.end());
@@ -268,9 +289,10 @@ class StreamSession {
   }
 
   /** True the first time a skip is seen at or above the start index (Nomad may send a batch again). */
-  private firstReport(skipped: SkippedEvent): boolean {
+  private firstReport(skipped: BatchSkips): boolean {
     if (skipped.index < this.startIndex) return false;
-    const key = `${skipped.index}/${skipped.position ?? 'batch'}`;
+    // One index can span two frames (a Job, then its Evaluation): the first position and the count tell them apart.
+    const key = `${skipped.index}/${skipped.examples[0]?.position ?? 'batch'}/${skipped.count}`;
     if (this.reportedSkips.has(key)) return false;
     this.reportedSkips.add(key);
     if (this.reportedSkips.size > REMEMBERED_SKIPS) this.reportedSkips.delete(this.reportedSkips.values().next().value as string);
@@ -278,11 +300,13 @@ class StreamSession {
   }
 
   /** An undecodable batch: reported once and counted as delivered, so resume and dedup pass it. */
-  private skipBatch(skipped: SkippedEvent, deliver: (batch: EventBatch) => void): void {
+  private skipBatch(skipped: BatchSkips, deliver: (batch: EventBatch) => void): void {
     const first = this.firstReport(skipped);
     if (first) this.skippedBatches++;
     this.advanceTo(skipped.index);
-    if (first) deliver({ index: skipped.index, events: [], resync: false, skipped: [skipped] });
+    if (!first) return;
+    this.relistAfterSkip();
+    deliver({ index: skipped.index, events: [], resync: false, skipped });
   }
 
   private deliverFrame(frame: DecodedFrame, deliver: (batch: EventBatch) => void): void {
@@ -296,10 +320,17 @@ class StreamSession {
     const events = frame.Events.filter((event) =>
       isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : current && this.firstAtLast(event),
     );
-    const skipped = frame.skipped === 0 ? frame.problems : frame.problems.filter((problem) => this.firstReport(problem));
-    this.skippedEvents += skipped.length;
-    if (skipped.length > 0) deliver({ index: frame.Index, events, resync: false, skipped });
-    else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+    const skipped = frame.skipped !== undefined && this.firstReport(frame.skipped) ? frame.skipped : undefined;
+    if (skipped !== undefined) {
+      this.skippedEvents += skipped.count;
+      this.relistAfterSkip();
+      deliver({ index: frame.Index, events, resync: false, skipped });
+    } else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+  }
+
+  /** Something was skipped: an allocation update it carried is recovered by listing (see pump). */
+  private relistAfterSkip(): void {
+    if (this.scope.kind !== 'none') this.relistDue = true;
   }
 
   /** True the first time this event is seen at the last index. */
@@ -325,7 +356,10 @@ class StreamSession {
     // memory of delivered versions does not grow with every allocation ever seen.
     if (this.scope.kind === 'all') this.freshness.retainOnly(listing.listed);
     const events = listing.allocations.filter((allocation) => this.admit(allocation)).map(resyncEvent);
-    return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
+    const skipped = undecodableAllocations(listing);
+    if (skipped === undefined) return events.length === 0 ? undefined : { index: listing.index, events, resync: true };
+    this.skippedEvents += skipped.count;
+    return { index: listing.index, events, resync: true, skipped };
   }
 }
 
@@ -355,6 +389,13 @@ function endOfStream(rest: string): NomadStreamError {
   if (text === '') return new NomadStreamError('closed', 'event stream closed by the server');
   if (text.startsWith('{')) return new NomadStreamError('truncated', 'event stream ended inside a line');
   return new NomadStreamError('server-error', `event stream ended with an error from Nomad: ${text.slice(0, 500)}`);
+}
+
+/** The allocations a listing could not decode, as the skips of its batch: the count, the first few as examples. */
+function undecodableAllocations({ index, undecodable }: Listing): BatchSkips | undefined {
+  if (undecodable.length === 0) return undefined;
+  const examples = undecodable.slice(0, SKIPPED_EXAMPLES).map(({ id, error }) => ({ index, reason: `allocation ${id}: ${error.message}`, excerpt: error.excerpt.slice(0, 120) }));
+  return { index, count: undecodable.length, examples };
 }
 
 function resyncEvent(allocation: Allocation): AllocationEvent {

@@ -26,6 +26,7 @@
  * go to the embedder and back to Nomad (stringifyNomadJson). So every one stays exact: patching
  * only those Warden reads would save under a tenth of the stream's time and change what it hands on.
  */
+import { errorMessage } from '../errorMessage.js';
 import { NomadDecodeError } from './errors.js';
 
 const NANO_TIME_KEYS: ReadonlySet<string> = new Set([
@@ -134,10 +135,23 @@ class InOrderPatch implements TimestampPatch {
   }
 }
 
+/**
+ * How deep the walks below go before calling a document undecodable. Nomad's objects are a dozen
+ * levels deep; a document nested thousands deep would overflow the stack at a depth that varies
+ * with the JIT's frame sizes, so the same input could decode once and fail the next time. This
+ * bound is far below any stack limit: the outcome depends on the input alone.
+ */
+const MAX_DEPTH = 1_000;
+
+function tooDeep(depth: number): void {
+  if (depth > MAX_DEPTH) throw new RangeError(`nested deeper than ${MAX_DEPTH} levels`);
+}
+
 /** The locator of any document: every field of every object, depth-first in key order. */
-function everyField(value: object, patch: TimestampPatch): boolean {
+function everyField(value: object, patch: TimestampPatch, depth = 0): boolean {
+  tooDeep(depth);
   if (Array.isArray(value)) {
-    for (const item of value) if (item !== null && typeof item === 'object' && !everyField(item as object, patch)) return false;
+    for (const item of value) if (item !== null && typeof item === 'object' && !everyField(item as object, patch, depth + 1)) return false;
     return true;
   }
   if (!patch.inTextOrder(value)) return false;
@@ -146,7 +160,7 @@ function everyField(value: object, patch: TimestampPatch): boolean {
     const field = record[key];
     if (typeof field === 'number') {
       if (NANO_TIME_KEYS.has(key)) patch.field(record, key);
-    } else if (field !== null && typeof field === 'object' && !everyField(field, patch)) {
+    } else if (field !== null && typeof field === 'object' && !everyField(field, patch, depth + 1)) {
       return false;
     }
   }
@@ -158,25 +172,36 @@ const QUOTABLE_NANO_TIME = /([{,]\s*"(?:Time|CreateTime|ModifyTime|SubmitTime|Re
 /** The slow, order-independent path: timestamps become strings in the text, then bigints. */
 function parseQuoted(text: string): unknown {
   const value: unknown = JSON.parse(text.replace(QUOTABLE_NANO_TIME, '$1"$2"'));
-  const visit = (node: unknown): void => {
+  const visit = (node: unknown, depth: number): void => {
     if (node === null || typeof node !== 'object') return;
-    if (Array.isArray(node)) return node.forEach(visit);
+    tooDeep(depth);
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item, depth + 1);
+      return;
+    }
     const record = node as Record<string, unknown>;
     for (const key in record) {
       const field = record[key];
       if (typeof field === 'string' && NANO_TIME_KEYS.has(key) && /^\d{16,}$/.test(field)) record[key] = BigInt(field);
-      else visit(field);
+      else visit(field, depth + 1);
     }
   };
-  visit(value);
+  visit(value, 0);
   return value;
 }
+
+/**
+ * V8 quotes up to ten characters of the text in some messages (`Unexpected token 'x', "xy0b6a3c1e"...
+ * is not valid JSON`): a piece of a secret could sit there, cut where no scrubbing can tell. The
+ * excerpt shows the text instead.
+ */
+const QUOTED_SOURCE = /,? ?(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
 
 function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new NomadDecodeError(`malformed JSON: ${(error as Error).message}`, text);
+    throw new NomadDecodeError(`malformed JSON: ${errorMessage(error).replace(QUOTED_SOURCE, ' (not valid JSON)')}`, text);
   }
 }
 
@@ -189,13 +214,31 @@ function patchAt(text: string, value: object, locate: TimestampLocator): boolean
 }
 
 /**
+ * Runs `decode` on `text`, turning whatever it throws into a NomadDecodeError: a document nested
+ * deeper than the walks go (a RangeError), or anything unforeseen. A body Warden cannot decode, for
+ * any reason, must read as one, never as a broken connection or a bug.
+ */
+export function decoding<T>(text: string, decode: () => T): T {
+  try {
+    return decode();
+  } catch (error) {
+    if (error instanceof NomadDecodeError) throw error;
+    const kind = error instanceof Error ? `${error.name}: ` : '';
+    throw new NomadDecodeError(`undecodable JSON: ${kind}${errorMessage(error)}`, text);
+  }
+}
+
+/**
  * Parses a Nomad JSON body. Nanosecond timestamps beyond 2^53 come back as exact bigints.
- * Throws NomadDecodeError (with a short excerpt, never the whole body) on malformed JSON.
+ * Throws NomadDecodeError (with a short excerpt, never the whole body) on malformed JSON, and on
+ * anything else that stops the decoding (a document nested too deep).
  */
 export function parseNomadJson(text: string): unknown {
-  const value = parseJson(text);
-  if (value === null || typeof value !== 'object' || patchAt(text, value, everyField)) return value;
-  return parseQuoted(text);
+  return decoding(text, () => {
+    const value = parseJson(text);
+    if (value === null || typeof value !== 'object' || patchAt(text, value, everyField)) return value;
+    return parseQuoted(text);
+  });
 }
 
 /**
@@ -204,9 +247,44 @@ export function parseNomadJson(text: string): unknown {
  * elsewhere, or in another order, it is parsed again by parseNomadJson.
  */
 export function parseNomadJsonAt(text: string, locate: TimestampLocator): unknown {
-  const value = parseJson(text);
-  if (value === null || typeof value !== 'object' || patchAt(text, value, locate)) return value;
-  return parseNomadJson(text);
+  return decoding(text, () => {
+    const value = parseJson(text);
+    if (value === null || typeof value !== 'object' || patchAt(text, value, locate)) return value;
+    return parseNomadJson(text);
+  });
+}
+
+/**
+ * The first `limit` characters of `value` written as JSON (bigints as bare integers), without
+ * writing the rest: an excerpt of a payload that may be huge, or nested thousands deep (each level
+ * writes a character before going down, so the recursion is at most `limit` deep).
+ */
+export function jsonPrefix(value: unknown, limit: number): string {
+  let out = '';
+  const write = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      out += '[';
+      for (let i = 0; i < node.length && out.length < limit; i++) {
+        if (i > 0) out += ',';
+        write(node[i]);
+      }
+      out += ']';
+    } else if (node !== null && typeof node === 'object') {
+      out += '{';
+      let first = true;
+      for (const key in node) {
+        if (out.length >= limit) break;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:`;
+        first = false;
+        write((node as Record<string, unknown>)[key]);
+      }
+      out += '}';
+    } else {
+      out += typeof node === 'bigint' ? node.toString() : (JSON.stringify(node) ?? 'null');
+    }
+  };
+  write(value);
+  return out.slice(0, limit);
 }
 
 /** Private-use marker that cannot occur in JSON.stringify output except where we put it. */

@@ -4,7 +4,7 @@
  * during the outage is lost.
  */
 import type { NomadClient } from './client.js';
-import { NomadHttpError } from './errors.js';
+import { NomadDecodeError, NomadHttpError } from './errors.js';
 import type { Allocation, AllocationListStub } from './types.js';
 
 /** Allocations covered by a set of topics: all of them, those of some jobs, or none. */
@@ -43,6 +43,8 @@ export interface Listing {
   listed: Set<string>;
   /** Full allocations that changed since last delivered, or were never delivered. */
   allocations: Allocation[];
+  /** Allocations whose answer could not be decoded: skipped, to be reported. */
+  undecodable: { id: string; error: NomadDecodeError }[];
 }
 
 async function listStubs(client: NomadClient, scope: ResyncScope, options: ListingOptions) {
@@ -68,6 +70,7 @@ export async function listWatchedAllocations(client: NomadClient, scope: ResyncS
   const { index, stubs } = await listStubs(client, scope, options);
   const changed = stubs.filter((stub) => !options.isKnown(stub.ID, stub.ModifyIndex));
   const allocations: Allocation[] = [];
+  const undecodable: Listing['undecodable'] = [];
   let next = 0;
   const worker = async (): Promise<void> => {
     for (let stub = changed[next++]; stub !== undefined; stub = changed[next++]) {
@@ -76,12 +79,16 @@ export async function listWatchedAllocations(client: NomadClient, scope: ResyncS
         allocations.push(body);
       } catch (error) {
         // Garbage-collected between the listing and the GET: nothing left to deliver.
-        if (!(error instanceof NomadHttpError && error.status === 404)) throw error;
+        if (error instanceof NomadHttpError && error.status === 404) continue;
+        // One allocation that cannot be decoded (nested too deep, say) must not fail every listing,
+        // and with it the stream, for good: it is skipped and reported instead.
+        if (!(error instanceof NomadDecodeError)) throw error;
+        undecodable.push({ id: stub.ID, error });
       }
     }
   };
   await Promise.all(Array.from({ length: Math.min(options.concurrency ?? 8, changed.length) }, worker));
   // Deliver in index order, as the stream would have.
   allocations.sort((a, b) => a.ModifyIndex - b.ModifyIndex);
-  return { index, listed: new Set(stubs.map((stub) => stub.ID)), allocations };
+  return { index, listed: new Set(stubs.map((stub) => stub.ID)), allocations, undecodable };
 }

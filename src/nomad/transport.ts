@@ -3,16 +3,18 @@
  * namespace/region query parameters, gzip, time limits on the injected clock, and Nomad's error
  * convention (any status but 200 is an error whose body is plain text).
  */
-import { createGunzip, gunzipSync } from 'node:zlib';
-import { pipeline } from 'node:stream';
 import { Pool, type Dispatcher } from 'undici';
-import type { Clock } from '../clock/index.js';
-import { systemClock } from '../clock/index.js';
+import type { Clock } from '../clock/clock.js';
+// Not the clock index: it loads the RxJS scheduler, which a command line that only makes requests need not.
+import { systemClock } from '../clock/systemClock.js';
+import { parseRetryAfter } from './backoff.js';
 import type { NomadConfig } from './config.js';
+import { registerSecret } from '../secrets.js';
 import { nomadAuthHeaders, nomadEndpoint } from './connection.js';
 import { NomadConnectionError, NomadDecodeError, NomadHttpError, NomadTimeoutError } from './errors.js';
 import { parseNomadJson, stringifyNomadJson } from './json.js';
 import type { QueryMeta } from './types.js';
+import { UndiciWire, headerValue, type NomadWire, type WireLayer, type WireResponse } from './wire.js';
 
 export type QueryValue = string | number | boolean | undefined;
 export type HttpMethod = 'GET' | 'PUT' | 'POST' | 'DELETE';
@@ -59,14 +61,17 @@ export interface NomadTransportOptions {
   headers?: Readonly<Record<string, string>>;
   /** Prefix of the query-meta headers (default `x-nomad-`; Consul's are `x-consul-`). */
   metaHeaderPrefix?: string;
+  /**
+   * Wraps or replaces the network under the transport: `warden record` writes down every answer
+   * read through it, `warden replay` serves a recording instead (src/nomad/recording).
+   */
+  wire?: WireLayer;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-function headerValue(headers: Dispatcher.ResponseData['headers'], name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
+/** Extra headers that carry a credential (X-Consul-Token, Authorization): registered for scrubbing. */
+const CREDENTIAL_HEADER = /token|authorization/i;
 
 /**
  * X-Nomad-Index / -Knownleader / -Lastcontact / -Nexttoken (undici lower-cases header names);
@@ -83,10 +88,6 @@ export function queryMetaFrom(headers: Dispatcher.ResponseData['headers'], prefi
   const nextToken = headerValue(headers, `${prefix}nexttoken`);
   if (nextToken !== undefined && nextToken !== '') meta.nextToken = nextToken;
   return meta;
-}
-
-function isGzip(headers: Dispatcher.ResponseData['headers']): boolean {
-  return headerValue(headers, 'content-encoding')?.toLowerCase() === 'gzip';
 }
 
 /** An AbortSignal that fires on the caller's signal or after `timeoutMs` on `clock`. */
@@ -123,7 +124,9 @@ class Deadline {
 }
 
 export class NomadTransport {
-  private readonly pool: Pool;
+  private readonly network: NomadWire;
+  private readonly wire: NomadWire;
+  private readonly origin: string;
   private readonly clock: Clock;
   private readonly timeoutMs: number;
   private readonly gzip: boolean;
@@ -138,15 +141,20 @@ export class NomadTransport {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.gzip = options.gzip ?? true;
     this.headers = { ...nomadAuthHeaders(config), ...options.headers };
+    for (const [name, value] of Object.entries(options.headers ?? {})) if (CREDENTIAL_HEADER.test(name)) registerSecret(value);
     this.metaHeaderPrefix = options.metaHeaderPrefix ?? 'x-nomad-';
     const endpoint = nomadEndpoint(config);
-    this.pool = new Pool(endpoint.origin, {
-      connections: options.connections ?? 32,
-      keepAliveTimeout: 30_000,
-      headersTimeout: 0, // blocking queries and the event stream wait longer than any fixed limit
-      bodyTimeout: 0,
-      connect: { ...endpoint.tls, ...(endpoint.socketPath === undefined ? {} : { socketPath: endpoint.socketPath }) },
-    });
+    this.origin = endpoint.origin;
+    this.network = new UndiciWire(
+      new Pool(endpoint.origin, {
+        connections: options.connections ?? 32,
+        keepAliveTimeout: 30_000,
+        headersTimeout: 0, // blocking queries and the event stream wait longer than any fixed limit
+        bodyTimeout: 0,
+        connect: { ...endpoint.tls, ...(endpoint.socketPath === undefined ? {} : { socketPath: endpoint.socketPath }) },
+      }),
+    );
+    this.wire = options.wire?.(this.network) ?? this.network;
   }
 
   /** Path with query string: the configured namespace and region, then `options.query`. */
@@ -171,8 +179,8 @@ export class NomadTransport {
     const deadline = new Deadline(this.clock, options.timeoutMs ?? this.timeoutMs, options.signal);
     try {
       const response = await this.send(method, target, deadline, this.gzip, options.body);
-      if (response.statusCode !== 200) throw new NomadHttpError(response.statusCode, method, target, await readErrorText(response));
-      return { body: parseNomadJson(await readText(response)) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix) };
+      if (response.statusCode !== 200) throw await this.httpError(response, method, target);
+      return { body: parseNomadJson(await response.text()) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix) };
     } catch (error) {
       throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
     } finally {
@@ -191,13 +199,11 @@ export class NomadTransport {
     const deadline = new Deadline(this.clock, timeoutMs, options.signal);
     try {
       const response = await this.send('GET', target, deadline, options.gzip ?? false, undefined);
-      if (response.statusCode !== 200) {
-        throw new NomadHttpError(response.statusCode, 'GET', target, await readErrorText(response));
-      }
+      if (response.statusCode !== 200) throw await this.httpError(response, 'GET', target);
       // The caller's signal must still reach the body (it is how a stream is stopped); only the
       // wait for headers was time-limited.
       deadline.clearTimer();
-      return { meta: queryMetaFrom(response.headers, this.metaHeaderPrefix), body: untilDone(decodedBody(response), () => deadline.dispose()) };
+      return { meta: queryMetaFrom(response.headers, this.metaHeaderPrefix), body: untilDone(response.chunks(), () => deadline.dispose()) };
     } catch (error) {
       deadline.dispose();
       throw this.describe(error, 'GET', target, deadline, timeoutMs);
@@ -206,26 +212,28 @@ export class NomadTransport {
 
   /** Closes the pool: open streams end, waiting requests fail. */
   async close(): Promise<void> {
-    await this.pool.destroy();
+    if (this.wire !== this.network) await this.wire.close();
+    await this.network.close();
   }
 
-  private send(
-    method: HttpMethod,
-    target: string,
-    deadline: Deadline,
-    gzip: boolean,
-    body: unknown,
-  ): Promise<Dispatcher.ResponseData> {
+  private send(method: HttpMethod, target: string, deadline: Deadline, gzip: boolean, body: unknown): Promise<WireResponse> {
     const headers: Record<string, string> = { ...this.headers };
     if (gzip) headers['accept-encoding'] = 'gzip';
     if (body !== undefined) headers['content-type'] = 'application/json';
-    return this.pool.request({
-      path: target,
+    return this.wire.send({
+      origin: this.origin,
       method,
+      path: target,
       headers,
       body: body === undefined ? null : stringifyNomadJson(body),
       signal: deadline.controller.signal,
     });
+  }
+
+  /** The error for an answer other than 200: its status, its text, and its Retry-After on our clock. */
+  private async httpError(response: WireResponse, method: string, target: string): Promise<NomadHttpError> {
+    const retryAfterMs = parseRetryAfter(headerValue(response.headers, 'retry-after'), this.clock.now());
+    return new NomadHttpError(response.statusCode, method, target, await readErrorText(response), { retryAfterMs });
   }
 
   private describe(error: unknown, method: string, target: string, deadline: Deadline, timeoutMs: number): unknown {
@@ -245,28 +253,16 @@ async function* untilDone(source: AsyncIterable<Uint8Array>, done: () => void): 
   }
 }
 
-/** The body's bytes, gunzipped as they arrive when Nomad compressed them. */
-function decodedBody(response: Dispatcher.ResponseData): AsyncIterable<Uint8Array> {
-  return isGzip(response.headers) ? pipeline(response.body, createGunzip(), () => undefined) : response.body;
-}
-
 /** Nomad's error messages are short: read at most this much of an error body, whatever is sent. */
 const ERROR_BODY_LIMIT = 64 * 1024;
 
-async function readErrorText(response: Dispatcher.ResponseData): Promise<string> {
+async function readErrorText(response: WireResponse): Promise<string> {
   const parts: Buffer[] = [];
   let size = 0;
-  for await (const chunk of decodedBody(response)) {
+  for await (const chunk of response.chunks()) {
     parts.push(Buffer.from(chunk));
     size += chunk.length;
     if (size >= ERROR_BODY_LIMIT) break; // leaving the loop destroys the rest of the body
   }
   return Buffer.concat(parts).subarray(0, ERROR_BODY_LIMIT).toString('utf8');
-}
-
-async function readText(response: Dispatcher.ResponseData): Promise<string> {
-  if (!isGzip(response.headers)) return response.body.text();
-  // Synchronous on purpose: API answers are small, and the thread-pool hop of the async form
-  // costs more than it saves (and completes at an arbitrary time under load).
-  return gunzipSync(Buffer.from(await response.body.arrayBuffer())).toString('utf8');
 }

@@ -7,15 +7,15 @@
  *   const result = await supervisor.waitForDeployment('web');
  *   await supervisor.stop();
  */
-import type { InspectionEvent } from 'xstate';
+import type { InspectionObserver } from '../health/inspection.js';
 import { systemClock, type Clock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import type { NomadConfig } from '../nomad/config.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulClient } from '../consul/client.js';
 import type { ConsulConfig } from '../consul/config.js';
-import { redactingLogger, silentLogger, type Logger } from './logger.js';
-import { nomadSource } from './nomadSource.js';
+import { silentLogger, structuredLogger, type LogSink } from './logger.js';
+import { nomadSource, type EventStreamMonitor } from './nomadSource.js';
 import { resolveScope, type SupervisorScope } from './scope.js';
 import { Supervisor } from './supervisor.js';
 
@@ -27,10 +27,19 @@ export interface SupervisorOptions {
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
-  logger?: Logger;
+  /**
+   * Where log records go, called as pino is (`info(fields, message)`): a pino instance as it is,
+   * console, or any object with debug/info/warn/error. Tokens are removed from every record.
+   */
+  logger?: LogSink;
   /** Verdicts kept after their allocation's machine is stopped (default 10,000). */
   historySize?: number;
-  inspect?: (event: InspectionEvent) => void;
+  /**
+   * Inspection events of the supervisor, its children and every allocation's health machine: an
+   * observer or a function, as XState's `createActor` takes (Warden's InspectionModel.inspect, or
+   * the `inspect` of `@statelyai/inspect`'s inspectors).
+   */
+  inspect?: InspectionObserver;
   /**
    * Consul, for groups judged by their service checks (health_check = "checks"): a client to share or
    * the configuration to build one from (then closed on stop). One blocking query serves every
@@ -42,7 +51,9 @@ export interface SupervisorOptions {
    * client may not have synced yet (default 1,000 ms; it grows with the delays Warden observes).
    */
   settleMs?: number;
-  /** Source of randomness for retry jitter (default Math.random): seed it for reproducible runs. */
+  /** Sees the event stream's batches and connection states as they arrive (metrics: see src/metrics). */
+  streamMonitor?: EventStreamMonitor;
+  /** Jitter of every retry back-off, in [0, 1) (default Math.random): seed it for reproducible runs; a replay gives the recorded draws. */
   random?: () => number;
 }
 
@@ -51,19 +62,24 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const ownsClient = !(options.nomad instanceof NomadClient);
   const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
   const scope = resolveScope(options.scope);
-  const consul = options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock });
+  const backoff = options.random === undefined ? undefined : { random: options.random };
+  const consul =
+    options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock, ...(backoff ? { backoff } : {}) });
   const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
   return new Supervisor({
     nomad,
     clock,
-    source: nomadSource(nomad, scope, clock, options.random),
+    source: nomadSource(nomad, scope, clock, {
+      ...(options.streamMonitor ? { monitor: options.streamMonitor } : {}),
+      ...(backoff ? { backoff } : {}),
+    }),
     freshness: {
       namespace: namespaces.length === 1 ? namespaces[0] : undefined,
       ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       ...(options.random === undefined ? {} : { random: options.random }),
     },
     ownsClient,
-    logger: redactingLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
+    logger: structuredLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
     ...(options.scope ? { scope: options.scope } : {}),
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.historySize ? { historySize: options.historySize } : {}),
@@ -76,6 +92,7 @@ export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOption
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from '../deployments/deploymentWatch.js';
 export type { SupervisorInput } from './inputs.js';
-export type { Logger, LogFields, LogLevel } from './logger.js';
-export type { SupervisorScope } from './scope.js';
+export type { EventStreamMonitor } from './nomadSource.js';
+export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
+export { ShardError, shardOf, type JobShard, type SupervisorScope } from './scope.js';
 export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';

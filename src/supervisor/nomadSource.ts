@@ -1,7 +1,8 @@
-import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, type Observable } from 'rxjs';
+import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, tap, type Observable } from 'rxjs';
 import type { Clock } from '../clock/index.js';
+import type { BackoffOptions } from '../nomad/backoff.js';
 import type { NomadClient } from '../nomad/client.js';
-import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type SkippedEvent } from '../nomad/eventFrames.js';
+import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type BatchSkips, type SkippedEvent } from '../nomad/eventFrames.js';
 import { NomadHttpError } from '../nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
 import type { NomadEvent } from '../nomad/types.js';
@@ -33,17 +34,36 @@ function toInput(event: NomadEvent, index: number, resync: boolean): SupervisorI
   return undefined;
 }
 
-/** What the stream skipped, in the supervisor's words: the batch or the event, why, and where. */
-function skippedInput(skipped: SkippedEvent): SupervisorInput {
-  const what = skipped.position === undefined ? `event stream batch ${skipped.index}` : `event ${skipped.position} of event stream batch ${skipped.index}`;
-  const message = `${what} could not be decoded and was skipped: ${skipped.reason} (near ${JSON.stringify(skipped.excerpt)})`;
+/** Why one skipped thing was skipped, and the text around it. */
+function because(skipped: SkippedEvent): string {
+  return `${skipped.reason} (near ${JSON.stringify(skipped.excerpt)})`;
+}
+
+/**
+ * What the stream skipped of one batch, in the supervisor's words: one problem per batch, however
+ * many events it lost (the batch or the event, why, and where; past one, the count and examples).
+ * For a listing's batch, the allocations it could not decode.
+ */
+function skippedInput(skipped: BatchSkips, resync: boolean): SupervisorInput {
+  const [first] = skipped.examples;
+  const examples = skipped.examples.map((example) => `${example.position === undefined ? '' : `event ${example.position}: `}${because(example)}`).join('; ');
+  let message: string;
+  if (resync) {
+    const what = skipped.count === 1 ? '1 allocation could not be decoded and was skipped' : `${skipped.count} allocations could not be decoded and were skipped, for example`;
+    message = `allocation listing at index ${skipped.index}: ${what}: ${examples}`;
+  } else if (first === undefined || skipped.count > 1) {
+    message = `event stream batch ${skipped.index}: ${skipped.count} events could not be decoded and were skipped, for example ${examples}`;
+  } else {
+    const what = first.position === undefined ? `event stream batch ${skipped.index}` : `event ${first.position} of event stream batch ${skipped.index}`;
+    message = `${what} could not be decoded and was skipped: ${because(first)}`;
+  }
   return { kind: 'problem', problem: 'bad-payload', message, index: skipped.index };
 }
 
 function batchInputs(batch: EventBatch): SupervisorInput[] {
   const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
   const inputs = events.map((event) => toInput(event, batch.index, batch.resync)).filter((input): input is SupervisorInput => input !== undefined);
-  return batch.skipped === undefined ? inputs : [...batch.skipped.map(skippedInput), ...inputs];
+  return batch.skipped === undefined ? inputs : [skippedInput(batch.skipped, batch.resync), ...inputs];
 }
 
 /** All streams streaming → streaming; otherwise the state of the first that is not. */
@@ -86,16 +106,33 @@ function failureText(error: Error | undefined): string {
   return error?.message ?? 'unknown error';
 }
 
+/** Sees each event stream's batches and states as they are (metrics): it must not throw. */
+export interface EventStreamMonitor {
+  batch?(batch: EventBatch, namespace: string): void;
+  state?(state: StreamState, namespace: string): void;
+}
+
+export interface NomadSourceOptions {
+  monitor?: EventStreamMonitor;
+  /** Reconnect back-off (its jitter source: a replay's recorded draws). */
+  backoff?: BackoffOptions;
+}
+
 /**
  * The cluster as the supervisor reads it: one resumable event stream per watched namespace
  * (a single one for `*`), listing the allocations first (restart safety: list, then watch), with
  * the stream's connection state interleaved as inputs.
  */
-export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, random?: () => number): Observable<SupervisorInput> {
+export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, options: NomadSourceOptions = {}): Observable<SupervisorInput> {
+  const { monitor = {}, backoff } = options;
   const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
-  const streams = namespaces.map((namespace) =>
-    nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true, ...(random ? { backoff: { random } } : {}) }),
-  );
+  const streams = namespaces.map((namespace) => {
+    const stream = nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true, ...(backoff ? { backoff } : {}) });
+    return {
+      batches: stream.batches.pipe(tap((batch) => monitor.batch?.(batch, namespace))),
+      state: stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),
+    };
+  });
   const batches = merge(...streams.map((stream) => stream.batches)).pipe(concatMap((batch) => from(batchInputs(batch))));
   const states = combineLatest(streams.map((stream) => stream.state)).pipe(
     map(combinedState),

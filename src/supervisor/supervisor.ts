@@ -1,29 +1,34 @@
 import { Observable, Subject, distinctUntilChanged, type Subscription } from 'rxjs';
-import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef, type InspectionEvent } from 'xstate';
+import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef } from 'xstate';
 import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
 import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId, execActorId, supervisorMachine } from '../../machines/supervisor.js';
 import type { Allocation, Deployment, Evaluation } from '../nomad/types.js';
+import type { CheckView } from '../../machines/allocationHealthTypes.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Clock } from '../clock/index.js';
 import { HealthRegistry } from '../health/registry.js';
+import type { InspectionObserver } from '../health/inspection.js';
 import { ClockHorizon } from '../health/horizon.js';
 import { FreshnessHorizon, type FreshnessOptions } from '../intake/freshness.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulCheckFanOut } from '../consul/checkFanOut.js';
 import { AllocationIntake, type SupervisedAllocation } from '../intake/allocationIntake.js';
 import type { ConsulClient } from '../consul/client.js';
+import { NomadCheckPoller } from '../nomadChecks/checkPoller.js';
+import { ServiceCheckSources } from '../nomadChecks/checkSources.js';
 import { JobCache } from '../streams/jobCache.js';
 import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
 import type { DeploymentResult } from '../deployments/deploymentWatch.js';
 import { DeploymentGates, type WaitForDeploymentOptions } from '../deployments/deploymentGates.js';
 import type { SupervisorInput } from './inputs.js';
-import { silentLogger, type Logger } from './logger.js';
+import { silentLogger, structuredLogger, type LogSink, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 import { SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 import { errorMessage } from '../errorMessage.js';
+import { scrubSecrets } from '../secrets.js';
 
 export interface SupervisorRuntimeOptions {
   /** The cluster's client: job, deployment and evaluation reads. */
@@ -34,11 +39,12 @@ export interface SupervisorRuntimeOptions {
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
-  logger?: Logger;
+  /** Where log records go, called as pino is (a pino instance fits as it is). */
+  logger?: LogSink;
   /** Verdicts kept after their allocation's actor is stopped (default 10,000). */
   historySize?: number;
-  /** Inspection events of the supervisor actor, its children and every allocation's health machine. */
-  inspect?: (event: InspectionEvent) => void;
+  /** Inspection events of the supervisor actor, its children and every allocation's health machine (an observer or a function, as XState takes). */
+  inspect?: InspectionObserver;
   /** Close `nomad` on stop (the supervisor created it). */
   ownsClient?: boolean;
   /**
@@ -72,8 +78,11 @@ export class Supervisor implements ExecTarget {
   readonly changes$: Observable<StateChange>;
   readonly problems$: Observable<SupervisorProblem>;
   readonly connection$: Observable<ConnectionState>;
+  /** Deployments of the jobs in scope, as each update arrives (for the inspector's progress view). */
+  readonly deployments$: Observable<Deployment>;
 
   private readonly problemSubject = new Subject<SupervisorProblem>();
+  private readonly deploymentSubject = new Subject<Deployment>();
   private readonly registry: HealthRegistry;
   private readonly intake: AllocationIntake;
   private readonly deployments: DeploymentGates;
@@ -93,6 +102,8 @@ export class Supervisor implements ExecTarget {
   /** Consul's checks, fanned out to the allocations judged by them (when a Consul source is given). */
   private readonly consul: ConsulCheckFanOut | undefined;
   private readonly consulSubscription: Subscription | undefined;
+  /** Where allocations judged by service checks get them: Nomad's own checks polled, or Consul's. */
+  private readonly checks: ServiceCheckSources;
   private stopped = false;
   /**
    * Whether the source has delivered the cluster as it is: false from its first `connecting` until
@@ -105,8 +116,9 @@ export class Supervisor implements ExecTarget {
   constructor(private readonly options: SupervisorRuntimeOptions) {
     const { nomad, clock, inspect } = options;
     this.scope = resolveScope(options.scope);
-    this.logger = options.logger ?? silentLogger;
+    this.logger = structuredLogger(options.logger ?? silentLogger);
     this.problems$ = this.problemSubject.asObservable();
+    this.deployments$ = this.deploymentSubject.asObservable();
     this.jobs = new JobCache(nomad, { clock });
     this.stoppedSignal = new Promise<never>((_, reject) => {
       this.rejectStopped = reject;
@@ -117,6 +129,10 @@ export class Supervisor implements ExecTarget {
       new FreshnessHorizon({ ...options.freshness, clock, nomad, logger: this.logger, deliver: (allocation) => this.onAllocation(allocation) });
     this.registry = new HealthRegistry({ clock, horizon: this.freshness ?? new ClockHorizon(clock), ...(inspect ? { inspect } : {}) });
     this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    const listener = (id: string, checks: readonly CheckView[]): boolean => this.registry.updateChecks(id, checks);
+    const waiting = (id: string): boolean => this.registry.status(id)?.state !== 'pending';
+    const onError = (id: string, error: unknown): void => this.logger.debug("reading Nomad's checks failed; retrying", { allocId: id, error: errorMessage(error) });
+    this.checks = new ServiceCheckSources(new NomadCheckPoller(nomad, { clock, listener, waiting, onError }), this.consul);
     this.intake = new AllocationIntake({
       nomad,
       clock,
@@ -124,7 +140,7 @@ export class Supervisor implements ExecTarget {
       jobs: this.jobs,
       scope: this.scope,
       policy: options.policy,
-      consul: this.consul,
+      checks: this.checks,
       logger: this.logger,
       historySize: options.historySize ?? 10_000,
       noteLag: this.freshness && ((ms) => this.freshness?.noteLag(ms)),
@@ -255,6 +271,7 @@ export class Supervisor implements ExecTarget {
     this.stopped = true;
     this.subscription.unsubscribe();
     this.consulSubscription?.unsubscribe();
+    this.checks.stop();
     this.intake.stop();
     this.freshness?.close();
     this.runnerTrackers.clear();
@@ -264,6 +281,7 @@ export class Supervisor implements ExecTarget {
     this.deployments.stop();
     this.rejectStopped(stopped('an evaluation'));
     this.problemSubject.complete();
+    this.deploymentSubject.complete();
     if (this.options.ownsClient) await this.options.nomad.close();
     if (this.options.ownsConsul) await this.options.consul?.close();
   }
@@ -342,13 +360,17 @@ export class Supervisor implements ExecTarget {
 
   private onDeployment(deployment: Deployment): void {
     this.jobs.rememberDeployment(deployment);
+    if (this.scope.includes(deployment.Namespace, deployment.JobID)) this.deploymentSubject.next(deployment);
     this.deployments.onDeployment(deployment);
   }
 
-  private report(problem: SupervisorProblem): void {
+  private report(reported: SupervisorProblem): void {
+    // The last guard where server text (an excerpt, an id, an error body) becomes a problem (src/secrets.ts).
+    const problem = { ...reported, message: scrubSecrets(reported.message) };
     this.logger.warn(problem.message, { kind: problem.kind, ...(problem.index === undefined ? {} : { index: problem.index }) });
     this.problemSubject.next(problem);
   }
+
 
   private defaultNamespace(): string {
     const first = this.scope.namespaces[0];

@@ -27,7 +27,8 @@ import { FaultSwitches } from './nomad/faults.js';
 import { SeededRandom } from './nomad/ids.js';
 import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
 import { matchRoute } from './nomad/routes.js';
-import { requestToken, sendText, type FakeNomadVersion } from './nomad/wire.js';
+import { requestToken, sendJson, sendText, type FakeNomadVersion } from './nomad/wire.js';
+import { FakeNomadChecks } from './nomad/checks.js';
 import { errorMessage } from '../errorMessage.js';
 
 export interface FakeNomadTlsOptions {
@@ -71,8 +72,13 @@ export interface FakeNomadOptions {
   exec?: false | { root?: string; env?: Readonly<Record<string, string>> };
 }
 
+/** GET /v1/allocation/:id/checks and the client path the Go API uses (Nomad 1.4+). */
+const NOMAD_CHECKS_PATH = /^\/v1\/(?:client\/)?allocation\/([^/]+)\/checks$/;
+
 export class FakeNomad {
   readonly cluster: ClusterState;
+  /** Nomad's own service check results (provider = "nomad"), served in version '2.0' only. */
+  readonly checks: FakeNomadChecks;
   readonly faults = new FaultSwitches();
   readonly broker: EventBroker;
   private readonly sockets = new Set<Socket>();
@@ -92,6 +98,7 @@ export class FakeNomad {
     this.broker = new EventBroker(options.eventBufferSize ?? 100);
     this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
     this.cluster.publishPurges = options.version === '2.0';
+    this.checks = new FakeNomadChecks(this.cluster, clock);
     this.blocking = { clock, random, onChange: (listener) => this.cluster.onChange(listener) };
   }
 
@@ -196,7 +203,10 @@ export class FakeNomad {
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     const method = req.method ?? 'GET';
     const failure = this.faults.takeFailure(url.pathname);
-    if (failure) throw new NomadApiError(failure.status, failure.body);
+    if (failure) {
+      for (const [name, value] of Object.entries(failure.headers)) res.setHeader(name, value);
+      throw new NomadApiError(failure.status, failure.body);
+    }
     const v2 = this.options.version === '2.0';
     // Nomad 2.x checks the token after taking over the stream's connection: see below.
     if (!(v2 && url.pathname === '/v1/event/stream')) this.checkToken(req, url.pathname);
@@ -210,6 +220,14 @@ export class FakeNomad {
       const session = new EventStreamSession(req, res, request, this.broker, this.clock, this.faults.takeStreamPlan(), (s) => this.streams.delete(s), v2);
       this.streams.add(session);
       session.start();
+      return;
+    }
+    const checks = v2 ? NOMAD_CHECKS_PATH.exec(url.pathname) : null;
+    if (checks !== null && method === 'GET') {
+      const allocId = decodeURIComponent(checks[1]!);
+      const results = this.checks.results(allocId);
+      if (results === undefined) throw new NomadApiError(404, `Unknown allocation ${JSON.stringify(allocId)}`);
+      sendJson(req, res, results);
       return;
     }
     const route = matchRoute(method, url.pathname);

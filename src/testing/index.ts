@@ -9,6 +9,7 @@ export type { FakeExec, FakeExecTarget } from './fakeExec/attachFakeExec.js';
 export { ClusterState, type PlaceOptions, type ScheduleOptions, type RegisterOptions, type RegisterResult, type TaskEventInput, type TaskUpdate } from './nomad/clusterState.js';
 export type { EventBatch, StreamEvent } from './nomad/eventBroker.js';
 export { NomadApiError } from './nomad/errors.js';
+export { FakeNomadChecks, type FakeCheckIdentity, type FakeCheckOutcome } from './nomad/checks.js';
 export { FaultSwitches, STREAM_CLOSED_TEXT, type RequestFailure, type StreamFaultPlan } from './nomad/faults.js';
 export { JobSpecError } from './nomad/jobSpec.js';
 export { ReplayLineError, type ReplayHandle, type ReplayOptions, type ReplayTransform } from './nomad/replay.js';

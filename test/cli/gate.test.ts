@@ -6,18 +6,9 @@ import { createServer } from 'node:net';
 import { gate, GATE_AWAITING_PROMOTION, GATE_HEALTHY, GATE_UNHEALTHY, GATE_UNREACHABLE, type GateOptions } from '../../src/cli/gateCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { isHeartbeatLine, type RecordedLine } from '../../src/testing/recording.js';
-import { driveTo, flush, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
+import { driveTo, flush, loadScenario, requestedIndex, splitAfterRegistration, stripNomadVerdict } from '../supervisor/support/harness.js';
 import { serviceJob } from '../testing/helpers.js';
 import { LIVE, describeLive, liveClient, registerScenarioJob } from './support/liveNomad.js';
-
-/** The recording split right after the job's registration: the gate starts once the job exists. */
-function splitAfterRegistration(lines: readonly RecordedLine[]): [RecordedLine[], RecordedLine[]] {
-  const data = lines.filter((line) => !isHeartbeatLine(line));
-  const at = data.findIndex((line) => line.raw.includes('"JobRegistered"') && line.raw.includes('"Topic":"Job"'));
-  const t = data[at]!.t;
-  return [data.slice(0, at + 1), data.slice(at + 1).map((line) => ({ ...line, t: line.t - t }))];
-}
 
 async function gateDuring(name: string, options: GateOptions = {}, jobId?: string) {
   const scenario = loadScenario(name);

@@ -3,7 +3,7 @@ import { VirtualClock } from '../../src/clock/index.js';
 import { ConsulClient } from '../../src/consul/client.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { createSupervisor } from '../../src/supervisor/index.js';
-import type { LogFields, Logger } from '../../src/supervisor/logger.js';
+import type { LogFields, LogSink } from '../../src/supervisor/logger.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import type { SupervisorProblem, VerdictRecord } from '../../src/supervisor/types.js';
 import { FakeConsul } from '../../src/testing/fakeConsul.js';
@@ -41,8 +41,8 @@ export async function startConsulHarness(start: number, options: ConsulHarnessOp
   const client = new ConsulClient({ address: consul.address, ...(clientToken === undefined ? {} : { token: clientToken }) }, { clock, gzip: false });
   const nomadClient = new NomadClient({ address: nomad.address }, { clock, gzip: false });
   const logs: string[] = [];
-  const record = (level: string) => (message: string, fields?: LogFields) => logs.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`);
-  const logger: Logger = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
+  const record = (level: string) => (fields: LogFields, message: string) => logs.push(`${level} ${message} ${JSON.stringify(fields)}`);
+  const logger: LogSink = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
   const supervisor = createSupervisor({ nomad: nomadClient, clock, logger, ...(options.withoutConsul ? {} : { consul: client }) });
   const verdicts: VerdictRecord[] = [];
   const problems: SupervisorProblem[] = [];
@@ -69,12 +69,14 @@ export interface ServiceSpec {
 
 /**
  * A service job (update: health_check "checks", min_healthy_time 2 s, healthy_deadline 20 s) whose
- * group `app` has the task `main`; the services are the task's, or the group's with `group`.
+ * group `app` has the task `main`; the services are the task's, or the group's with `group`; Nomad's
+ * own (provider = "nomad") with `provider`.
  */
-export function checkedJob(id: string, services: readonly ServiceSpec[], options: { group?: boolean; count?: number } = {}): Record<string, unknown> {
+export function checkedJob(id: string, services: readonly ServiceSpec[], options: { group?: boolean; count?: number; provider?: 'nomad' } = {}): Record<string, unknown> {
   const base = serviceJob(id);
   const declared = services.map((service) => ({
     Name: service.name,
+    ...(options.provider ? { Provider: options.provider } : {}),
     PortLabel: 'http',
     ...(service.onUpdate ? { OnUpdate: service.onUpdate } : {}),
     Checks: service.checks.map((check) => ({ Name: check.name, Type: 'http', Path: '/', Interval: 1e9, Timeout: 1e9, ...(check.onUpdate ? { OnUpdate: check.onUpdate } : {}) })),

@@ -103,30 +103,6 @@ describe('verdicts at the deadline, in Nomad\'s words', () => {
   });
 });
 
-describe('checks Consul cannot see', () => {
-  test('a group whose checks are Nomad\'s own (provider = "nomad") stays unjudged with the reason, Consul or not', async () => {
-    const h = await startConsulHarness(START);
-    try {
-      const job = checkedJob('native', [{ name: 'web', checks: [{ name: 'alive' }] }]);
-      const group = (job.TaskGroups as Record<string, unknown>[])[0]!;
-      const task = (group.Tasks as Record<string, unknown>[])[0]!;
-      const services = (task.Services as Record<string, unknown>[]).map((service) => ({ ...service, Provider: 'nomad' }));
-      h.nomad.cluster.registerJob({ ...job, TaskGroups: [{ ...group, Tasks: [{ ...task, Services: services }] }] });
-      const [alloc] = h.nomad.cluster.placeAllocations('native');
-      const verdict = h.supervisor.verdict(alloc!.ID).catch((error: unknown) => error);
-      await driveTo(h.clock, START + 1_000);
-      expect(await verdict).toMatchObject({
-        name: 'AllocationNotJudgedError',
-        reason:
-          'group app is judged by its service checks (health_check = "checks"), which need Nomad\'s own check results (provider = "nomad"), ' +
-          'which Nomad serves only one allocation at a time (GET /v1/allocation/:id/checks, Nomad 1.4+) and this supervisor does not poll',
-      });
-    } finally {
-      await h.close();
-    }
-  });
-});
-
 describe('one query for any number of allocations; tokens stay secret', () => {
   test('forty allocations: one blocking query outstanding at a time, about one request per change', async () => {
     const h = await startConsulHarness(START);

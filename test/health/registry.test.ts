@@ -46,12 +46,12 @@ describe('HealthRegistry', () => {
     expect(inspected.length).toBeGreaterThan(count);
   });
 
-  it('passes @xstate.event and @xstate.snapshot inspection events with an actor ref per allocation', () => {
+  it('passes inspection events with an actor ref per allocation (test/health/inspection.test.ts has the rest)', () => {
     const inspected: InspectionEvent[] = [];
     const registry = new HealthRegistry({ clock: new VirtualClock({ start: T0 }), inspect: { next: (event) => inspected.push(event) } });
     registry.track('alloc-1', policy(), view({ web: running(T0) }));
-    expect(inspected.map((event) => event.type)).toEqual(['@xstate.event', '@xstate.snapshot']);
-    const snapshotEvent = inspected[1] as Extract<InspectionEvent, { type: '@xstate.snapshot' }>;
+    expect(inspected.map((event) => event.type)).toEqual(['@xstate.actor', '@xstate.event', '@xstate.snapshot', '@xstate.event', '@xstate.snapshot']);
+    const snapshotEvent = inspected[4] as Extract<InspectionEvent, { type: '@xstate.snapshot' }>;
     expect(snapshotEvent.rootId).toBe('alloc-1');
     expect(snapshotEvent.actorRef.sessionId).toBe('alloc-1');
     expect(snapshotEvent.actorRef.getSnapshot()).toBe(registry.snapshot('alloc-1'));

@@ -3,6 +3,7 @@
  * allocations being judged, and follows their moves and verdicts.
  */
 import { InspectionModel } from '../../src/inspect/index.js';
+import { isoTime } from '../../src/inspect/time.js';
 import { driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict } from '../supervisor/support/harness.js';
 
 test('attached late and without the inspect hook: the allocations judged now, then their moves and verdicts', async () => {
@@ -26,7 +27,7 @@ test('attached late and without the inspect hook: the allocations judged now, th
     for (const record of later) {
       const shown = last.allocations.find((a) => a.id === record.alloc.allocId)!;
       expect(shown.finished).toBe(true);
-      expect(shown.verdict).toMatchObject({ at: record.outcome.at });
+      expect(shown.verdict).toMatchObject({ at: isoTime(record.outcome.at) });
       expect(shown.lastTransition?.to).toBe(shown.state);
     }
   } finally {

@@ -2,7 +2,7 @@
  * A browser that stops reading must not grow the server's memory: its deltas wait coalesced per
  * allocation (a newer one replaces the older), at most `maxPending` of them, then give way to one
  * snapshot marked `resynced`; once it reads again it ends with the same state as a client that
- * kept up. Tasks with long names make each delta about 20 KB, so the stalled socket's kernel
+ * kept up, and with the current timeline of the allocation it follows. Tasks with long names make each delta about 20 KB, so the stalled socket's kernel
  * buffers fill and the server has to hold back.
  */
 import type { ClientBacklog } from '../../src/inspect/index.js';
@@ -20,11 +20,15 @@ async function stallDuringLoad(maxPending: number, check: (samples: ClientBacklo
     const slow = await openLive(inspected.server.url);
     const fast = await openLive(inspected.server.url);
     await until(() => slow.messages.length >= 1 && fast.messages.length >= 1);
-    slow.pause();
     const tasks = Array.from({ length: 5 }, (_, i) => ({ Name: `task${i}-${'x'.repeat(4_000)}`, Driver: 'raw_exec', Config: { command: '/bin/sh' } }));
     const { cluster } = inspected.fake;
     cluster.registerJob(serviceJob('bulk', { TaskGroups: [{ Name: 'app', Count: ALLOCATIONS, Tasks: tasks }] }));
     const allocations = cluster.placeAllocations('bulk', { count: ALLOCATIONS });
+    // The slow client follows the timeline of the allocation placed last (so judged last, and among
+    // the finished ones kept), which must also end up current.
+    const followed = allocations.at(-1)!.ID;
+    slow.send({ type: 'follow', allocationId: followed });
+    slow.pause();
     const samples: ClientBacklog[] = [];
     let largest = 0;
     const step = async (until: number): Promise<void> => {
@@ -58,6 +62,9 @@ async function stallDuringLoad(maxPending: number, check: (samples: ClientBacklo
     await until(() => inspected.server.backlog()[0]!.bufferedBytes === 0 && inspected.server.backlog()[0]!.pending === 0 && !inspected.server.backlog()[0]!.resyncDue, 2_000);
     await until(() => rebuild(slow.messages).size === final.allocations.length, 2_000);
     expect(rebuild(slow.messages)).toEqual(byId(final));
+    const timelines = slow.messages.filter((m) => m.type === 'timeline');
+    expect(timelines.at(-1)).toMatchObject({ allocationId: followed, timeline: inspected.model.timeline(followed) });
+    expect(inspected.model.timeline(followed)!.entries.at(-1)).toMatchObject({ state: 'healthy' });
     expect(rebuild(fast.messages)).toEqual(byId(final));
     expect(fast.messages.filter((m) => m.type === 'snapshot')).toHaveLength(1);
     expect(slow.texts.length).toBeLessThan(fast.texts.length);
@@ -73,8 +80,8 @@ describe('a client that stops reading', () => {
   test('its deltas wait coalesced, one per allocation, and it catches up with the server state', async () => {
     await stallDuringLoad(1_000, (samples, stalled) => {
       expect(samples.some((sample) => sample.pending > 0)).toBe(true);
-      // One waiting delta per allocation at most, however many steps each took.
-      for (const sample of samples) expect(sample.pending).toBeLessThanOrEqual(ALLOCATIONS);
+      // One waiting delta per allocation at most (and the followed timeline), however many steps each took.
+      for (const sample of samples) expect(sample.pending).toBeLessThanOrEqual(ALLOCATIONS + 1);
       expect(stalled).toMatchObject({ resyncDue: false, resyncs: 0 });
     });
   });

@@ -4,8 +4,9 @@
  * clients, hostile names kept as data, no token in any byte served, and a client that stops reading.
  */
 import { createHash } from 'node:crypto';
-import { PAGE_SCRIPT } from '../../src/inspect/page.js';
+import { loadPageAssets } from '../../src/inspect/assets.js';
 import { InspectionModel, InspectorServer, InspectorServerError, type AllocationInfo } from '../../src/inspect/index.js';
+import { isoTime } from '../../src/inspect/time.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { serviceJob } from '../testing/helpers.js';
 import { driveTo, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
@@ -27,26 +28,28 @@ describe('the inspection server', () => {
       const snapshot = await fetchSnapshot(inspected.server.url);
       expect(snapshot.type).toBe('snapshot');
       expect(snapshot.connection.state).toBe('streaming');
-      expect(snapshot.now).toBe(inspected.clock.now());
+      expect(snapshot).toMatchObject({ schemaVersion: 1, now: isoTime(inspected.clock.now()) });
       expect(inspected.verdicts.length).toBeGreaterThan(0);
       const allocations = byId(snapshot);
       for (const record of inspected.verdicts) {
         const shown = allocations.get(record.alloc.allocId)!;
         expect(shown).toMatchObject({ finished: true, jobId: record.alloc.jobId, name: record.alloc.name, taskGroup: record.alloc.taskGroup });
-        // The job's update block says min_healthy_time = "2s", healthy_deadline = "20s": shown in the same words.
-        expect(shown.policy).toMatchObject({ minHealthyTimeMs: 2000, minHealthyTime: '2s', healthyDeadlineMs: 20_000, healthyDeadline: '20s' });
+        // The job's update block says min_healthy_time = "2s", healthy_deadline = "20s": one form per duration.
+        expect(shown.policy).toMatchObject({ minHealthyTimeMs: 2000, healthyDeadlineMs: 20_000 });
+        expect(Object.keys(shown.policy).sort()).toEqual(['checks', 'healthyDeadlineMs', 'minHealthyTimeMs', 'source', 'useChecks']);
         const outcome = record.outcome;
         if (!('healthy' in outcome)) {
-          expect(shown.verdict).toEqual({ healthy: null, at: outcome.at, reasons: [] });
+          expect(shown.verdict).toEqual({ healthy: null, at: isoTime(outcome.at), reasons: [] });
           continue;
         }
-        expect(shown.verdict).toEqual({ healthy: outcome.healthy, at: outcome.at, reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })) });
+        expect(shown.verdict).toEqual({ healthy: outcome.healthy, at: isoTime(outcome.at), reasons: Object.entries(outcome.reasons).map(([task, reason]) => ({ task, reason })) });
         expect(shown.jobVersion).toBe(inspected.fake.cluster.deployment(record.alloc.deploymentId!)!.JobVersion);
         if (outcome.healthy) {
           // Healthy exactly min_healthy_time after the latest start, before the deadline.
-          expect(shown.healthyAt).toBe(outcome.at);
-          expect(shown.latestStart! + shown.policy.minHealthyTimeMs).toBe(outcome.at);
-          expect(outcome.at).toBeLessThanOrEqual(shown.deadlineAt);
+          expect(shown.healthyAt).toBe(isoTime(outcome.at));
+          expect(Date.parse(shown.latestStart!) + shown.policy.minHealthyTimeMs).toBe(Date.parse(shown.healthyAt!));
+          expect(Date.parse(shown.healthyAt!)).toBeLessThanOrEqual(Date.parse(shown.deadlineAt));
+          expect(Date.parse(shown.watchingSince) + shown.policy.healthyDeadlineMs).toBe(Date.parse(shown.deadlineAt));
           expect(shown.lastTransition).toMatchObject({ from: 'minHealthyWait', to: 'healthy' });
         }
       }
@@ -119,7 +122,7 @@ describe('the inspection server', () => {
       expect(api.headers.get('content-type')).toMatch(/^application\/json/);
       expect(api.headers.get('x-content-type-options')).toBe('nosniff');
       // The script puts values on the page as text only.
-      expect(PAGE_SCRIPT).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+      expect(loadPageAssets().script).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
     } finally {
       await inspected.close();
     }
@@ -147,7 +150,8 @@ describe('the inspection server', () => {
 
   test('secrets given to the model are redacted wherever a string carries them', () => {
     const model = new InspectionModel({ clock: new VirtualClock({ start: START }), secrets: ['s3cr3t-token', undefined] });
-    const text = model.serialize({ type: 'problem', now: START, problem: { seq: 1, at: START, kind: 'stream-failed', message: 'refused: s3cr3t-token (X-Nomad-Token s3cr3t-token)', allocId: null } });
+    const now = isoTime(START);
+    const text = model.serialize({ type: 'problem', now, problem: { seq: 1, at: now, kind: 'stream-failed', message: 'refused: s3cr3t-token (X-Nomad-Token s3cr3t-token)', allocId: null } });
     expect(text).not.toContain('s3cr3t-token');
     expect(JSON.parse(text)).toMatchObject({ problem: { message: 'refused: [redacted] (X-Nomad-Token [redacted])' } });
   });
@@ -192,7 +196,21 @@ test('a port in use, a port out of range or a host off loopback is refused with 
   }
 });
 
-test('the page script compiles', () => {
-  // Compiled, not run: it needs a browser's document.
-  expect(() => new Function(PAGE_SCRIPT)).not.toThrow();
+test('the page\'s script and style are the built assets, served with their types; a server without them says how to build them', async () => {
+  const model = new InspectionModel({ clock: new VirtualClock({ start: START }) });
+  const server = await InspectorServer.start({ model, tickMs: 0 });
+  try {
+    const { script, style } = loadPageAssets();
+    const js = await get(server.url, '/app.js');
+    const css = await get(server.url, '/app.css');
+    expect(js).toMatchObject({ status: 200, body: script });
+    expect(js.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(css).toMatchObject({ status: 200, body: style });
+    expect(css.headers.get('content-type')).toBe('text/css; charset=utf-8');
+    // Built from TypeScript: the bundle names its sources.
+    expect(script).toContain('// src/inspect/browser/main.ts');
+  } finally {
+    await server.close();
+  }
+  await expect(InspectorServer.start({ model, assetsDir: '/nonexistent/inspector' })).rejects.toThrow(/page is not built .*run `npm run build:inspector`/);
 });

@@ -10,7 +10,8 @@ import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import type { VerdictRecord } from '../../src/supervisor/types.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
-import { InspectionModel, InspectorServer, type AllocationInfo, type InspectorServerOptions, type InspectorSnapshot } from '../../src/inspect/index.js';
+import { apply, emptyState } from '../../src/inspect/browser/store.js';
+import { InspectionModel, InspectorServer, type AllocationInfo, type InspectorServerOptions, type InspectorSnapshot, type LiveMessage } from '../../src/inspect/index.js';
 import { flush } from '../supervisor/support/harness.js';
 
 export interface Inspected {
@@ -25,14 +26,18 @@ export interface Inspected {
 
 export async function startInspected(
   start: number,
-  options: { token?: string; finishedLimit?: number; server?: Omit<InspectorServerOptions, 'model'> } = {},
+  options: { token?: string; finishedLimit?: number; timelineLimit?: number; inspectHook?: boolean; server?: Omit<InspectorServerOptions, 'model'> } = {},
 ): Promise<Inspected> {
   const clock = new VirtualClock({ start });
   const fake = await FakeNomad.start({ clock, ...(options.token ? { token: options.token } : {}) });
   const nomad = new NomadClient({ address: fake.address, ...(options.token ? { token: options.token } : {}) }, { clock, gzip: false });
   // No secrets given: what the inspector serves must be free of the token by construction.
-  const model = new InspectionModel({ clock, ...(options.finishedLimit ? { finishedLimit: options.finishedLimit } : {}) });
-  const supervisor = createSupervisor({ nomad, clock, inspect: model.inspect });
+  const model = new InspectionModel({
+    clock,
+    ...(options.finishedLimit ? { finishedLimit: options.finishedLimit } : {}),
+    ...(options.timelineLimit === undefined ? {} : { timelineLimit: options.timelineLimit }),
+  });
+  const supervisor = createSupervisor({ nomad, clock, ...(options.inspectHook === false ? {} : { inspect: model.inspect }) });
   const detach = model.attach(supervisor);
   const server = await InspectorServer.start({ model, ...options.server });
   const verdicts: VerdictRecord[] = [];
@@ -74,6 +79,7 @@ export interface LiveClient {
   /** Every message received, as text. */
   readonly texts: string[];
   readonly messages: { type: string; [key: string]: unknown }[];
+  send(message: unknown): void;
   pause(): void;
   resume(): void;
   close(): void;
@@ -101,31 +107,18 @@ export async function openLive(url: string): Promise<LiveClient> {
   return {
     texts,
     messages,
+    send: (message) => socket.send(typeof message === 'string' ? message : JSON.stringify(message)),
     pause: () => raw?.pause(),
     resume: () => raw?.resume(),
     close: () => socket.terminate(),
   };
 }
 
-/** What a page knows after applying the messages in order, as the page script does. */
+/** The allocations a page knows after applying the messages in order: the page's own store. */
 export function rebuild(messages: LiveClient['messages']): Map<string, AllocationInfo> {
-  let allocations = new Map<string, AllocationInfo>();
-  let limit = Infinity;
-  for (const message of messages) {
-    if (message.type === 'snapshot') {
-      const snapshot = message as unknown as InspectorSnapshot;
-      allocations = new Map(snapshot.allocations.map((a) => [a.id, a]));
-      limit = snapshot.finishedLimit;
-    }
-    if (message.type === 'allocation') {
-      const allocation = message.allocation as AllocationInfo;
-      allocations.delete(allocation.id);
-      allocations.set(allocation.id, allocation);
-      const finished = [...allocations.values()].filter((a) => a.finished);
-      for (const old of finished.slice(0, Math.max(0, finished.length - limit))) allocations.delete(old.id);
-    }
-  }
-  return allocations;
+  const state = emptyState();
+  for (const message of messages) apply(state, message as unknown as LiveMessage);
+  return state.allocations;
 }
 
 export function byId(snapshot: InspectorSnapshot): Map<string, AllocationInfo> {

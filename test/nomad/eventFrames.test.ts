@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeFrame, isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, undecodableBatch } from '../../src/nomad/eventFrames.js';
+import { decodeFrame, isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, undecodableBatch, type SkippedEvent } from '../../src/nomad/eventFrames.js';
 import { NomadDecodeError } from '../../src/nomad/errors.js';
 import { parseNomadJson } from '../../src/nomad/json.js';
 
@@ -38,7 +38,7 @@ describe('decodeFrame', () => {
   it('passes unknown topics through untouched', () => {
     const frame = decodeFrame('{"Index":9,"Events":[{"Topic":"Node","Type":"NodeStreamEvent","Key":"n1","Namespace":"","FilterKeys":null,"Index":9,"Payload":{"Node":{"ID":"n1"}}}]}');
     expect(frame?.Events[0]).toMatchObject({ Topic: 'Node', Payload: { Node: { ID: 'n1' } } });
-    expect(frame?.skipped).toBe(0);
+    expect(frame?.skipped).toBeUndefined();
     expect(isAllocationEvent(frame!.Events[0]!)).toBe(false);
   });
 
@@ -48,45 +48,85 @@ describe('decodeFrame', () => {
     }
   });
 
+  it('skips an element nested 20,000 deep as an element, its excerpt written only as far as it is shown', () => {
+    const frame = decodeFrame(`{"Events":[${'['.repeat(20_000)}${']'.repeat(20_000)}],"Index":77}`)!;
+    expect(frame.Events).toEqual([]);
+    expect(frame.skipped).toEqual({ index: 77, count: 1, examples: [{ index: 77, position: 0, reason: 'not an object', excerpt: '['.repeat(120) }] });
+  });
+
+  it('rejects a batch whose timestamps lie deeper than the walk goes with a NomadDecodeError that still names its batch', () => {
+    // A Time 5,000 levels down in a payload, where the frame's own places are not: the full walk looks, and stops.
+    const line = `{"Events":[{"Topic":"Node","Type":"X","Key":"n","Index":77,"Payload":{"Node":${'{"a":'.repeat(5_000)}{"Time":1795971902180095019}${'}'.repeat(5_000)}}}],"Index":77}`;
+    let error: unknown;
+    try {
+      decodeFrame(line);
+    } catch (thrown) {
+      error = thrown;
+    }
+    expect(error).toBeInstanceOf(NomadDecodeError);
+    expect(undecodableBatch(line, error as NomadDecodeError)).toEqual({
+      index: 77,
+      count: 1,
+      examples: [{ index: 77, reason: 'undecodable JSON: RangeError: nested deeper than 1000 levels', excerpt: line.slice(0, 120) }],
+    });
+  });
+
   it('skips and counts elements of Events that are not events, keeping their neighbours', () => {
     const good = '{"Topic":"Job","Type":"JobRegistered","Key":"web","Namespace":"default","FilterKeys":null,"Index":5,"Payload":{"Job":{"ID":"web"}}}';
     const frame = decodeFrame(`{"Index":5,"Events":[{"Topic":1},${good},null,"x",{"Topic":"Job","Index":5}]}`);
-    expect(frame?.skipped).toBe(4);
+    expect(frame?.skipped?.count).toBe(4);
     expect(frame?.Events.map((e) => e.Key)).toEqual(['web']);
-    expect(frame?.problems.map((p) => [p.position, p.reason, p.excerpt])).toEqual([
-      [0, 'no Topic', 'null'],
-      [2, 'not an object', 'null'],
-      [3, 'not an object', '"x"'],
-      [4, 'Job event without a Payload object', 'Job: null'],
+    // Counted all, the first three kept as examples.
+    expect(frame?.skipped?.examples.map((p) => [p.index, p.position, p.reason, p.excerpt])).toEqual([
+      [5, 0, 'no Topic', 'null'],
+      [5, 2, 'not an object', 'null'],
+      [5, 3, 'not an object', '"x"'],
     ]);
+  });
+
+  it('counts 200,000 unusable events of one batch, keeping three examples and every usable neighbour', () => {
+    const good = (i: number) => `{"Topic":"Job","Type":"JobRegistered","Key":"web-${i}","Namespace":"default","FilterKeys":null,"Index":5,"Payload":{"Job":{"ID":"web-${i}"}}}`;
+    const bad = (i: number) => `{"Topic":"Allocation","Type":"AllocationUpdated","Key":"a-${i}","Index":5,"Payload":{}}`;
+    const elements = Array.from({ length: 200_002 }, (_, i) => (i === 7 || i === 150_000 ? good(i) : bad(i)));
+    const frame = decodeFrame(`{"Events":[${elements.join(',')}],"Index":5}`)!;
+    expect(frame.Events.map((e) => e.Key)).toEqual(['web-7', 'web-150000']);
+    expect(frame.skipped).toEqual({
+      index: 5,
+      count: 200_000,
+      examples: [0, 1, 2].map((position) => ({
+        index: 5,
+        position,
+        reason: 'Allocation event whose Payload has no Allocation with an ID',
+        excerpt: `Allocation AllocationUpdated a-${position}: {}`,
+      })),
+    });
   });
 
   it('skips an event of a topic Warden reads whose Payload lacks that object, with the reason, keeping its neighbours', () => {
     const event = (topic: string, payload: string): string =>
       `{"Topic":"${topic}","Type":"X","Key":"k","Namespace":"default","FilterKeys":null,"Index":4,"Payload":${payload}}`;
-    const frame = decodeFrame(
-      `{"Index":4,"Events":[${[
-        event('Allocation', '{}'),
-        event('Allocation', '{"Allocation":{"ID":"a","ModifyIndex":"4"}}'),
-        event('Job', '{"Job":"web"}'),
-        event('Evaluation', '{"Evaluation":{"ID":7}}'),
-        event('Deployment', '[]'),
-        event('Node', '{"Node":"n1"}'),
-        event('Allocation', '{"Allocation":{"ID":"b","ModifyIndex":4}}'),
-      ].join(',')}]}`,
-    )!;
+    const bad = [
+      event('Allocation', '{}'),
+      event('Allocation', '{"Allocation":{"ID":"a","ModifyIndex":"4"}}'),
+      event('Job', '{"Job":"web"}'),
+      event('Evaluation', '{"Evaluation":{"ID":7}}'),
+      event('Deployment', '[]'),
+    ];
+    const frame = decodeFrame(`{"Index":4,"Events":[${[...bad, event('Node', '{"Node":"n1"}'), event('Allocation', '{"Allocation":{"ID":"b","ModifyIndex":4}}')].join(',')}]}`)!;
     expect(frame.Events.map((e) => `${e.Topic}`)).toEqual(['Node', 'Allocation']);
     expect(isAllocationEvent(frame.Events[1]!)).toBe(true);
-    expect(frame.skipped).toBe(5);
-    expect(frame.problems.map((p) => [p.index, p.position])).toEqual([[4, 0], [4, 1], [4, 2], [4, 3], [4, 4]]);
-    expect(frame.problems.map((p) => p.reason)).toEqual([
+    expect(frame.skipped?.count).toBe(5);
+    expect(frame.skipped?.examples.map((p) => [p.index, p.position])).toEqual([[4, 0], [4, 1], [4, 2]]);
+    // Each alone, as the one example of its batch.
+    const alone = bad.map((element) => decodeFrame(`{"Index":4,"Events":[${element}]}`)!.skipped!.examples[0]!);
+    expect(alone.map((p) => p.reason)).toEqual([
       'Allocation event whose Payload has no Allocation with an ID',
       'Allocation event whose allocation has no numeric ModifyIndex',
       'Job event whose Payload has no Job with an ID',
       'Evaluation event whose Payload has no Evaluation with an ID',
       'Deployment event without a Payload object',
     ]);
-    expect(frame.problems.map((p) => p.excerpt)).toEqual([
+    expect(alone.map((p) => p.excerpt)).toEqual([
       'Allocation X k: {}',
       'Allocation X k: {"Allocation":{"ID":"a","ModifyIndex":"4"}}',
       'Job X k: {"Job":"web"}',
@@ -170,7 +210,9 @@ describe('undecodableBatch: the index of a batch line that does not decode, only
   it('recovers N from a corrupt recorded batch, with the JSON error and the text around it', () => {
     const at = Math.floor(good.length / 2);
     const corrupt = `${good.slice(0, at)}\u0000garbage${good.slice(at)}`;
-    const skipped = skip(corrupt)!;
+    const { count, examples } = skip(corrupt)!;
+    expect(count).toBe(1);
+    const [skipped] = examples as [SkippedEvent];
     expect(skipped).toMatchObject({ index, reason: expect.stringMatching(/^malformed JSON/) });
     expect(skipped.position).toBeUndefined();
     expect(skipped.excerpt.length).toBeLessThanOrEqual(120);
@@ -178,7 +220,7 @@ describe('undecodableBatch: the index of a batch line that does not decode, only
   });
 
   it('recovers N from a line that parses but is no frame', () => {
-    expect(skip('{"Events":null,"Index":12}')).toMatchObject({ index: 12, reason: 'event stream frame without an Events list' });
+    expect(skip('{"Events":null,"Index":12}')).toMatchObject({ index: 12, count: 1, examples: [{ index: 12, reason: 'event stream frame without an Events list' }] });
     expect(skip('{"Events":{"a":1},"Index":9007199254740991}')?.index).toBe(Number.MAX_SAFE_INTEGER);
   });
 

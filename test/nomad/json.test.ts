@@ -74,6 +74,18 @@ describe('parseNomadJson', () => {
       expect((error as NomadDecodeError).excerpt.length).toBeLessThanOrEqual(200);
     }
   });
+
+  it('throws a NomadDecodeError, never a stack overflow, for a document nested deeper than its walk goes (1,000 levels)', () => {
+    // JSON.parse takes them; the walk that makes the timestamps exact stops at 1,000 levels, at any depth beyond.
+    const nested = (depth: number) => `{"ModifyTime":1795971902180095019,"Deep":${'{"a":'.repeat(depth)}{"Time":1795971902180095019}${'}'.repeat(depth)}}`;
+    for (const depth of [1_000, 5_000, 50_000]) {
+      expect(() => JSON.parse(nested(depth))).not.toThrow();
+      expect(() => parseNomadJson(nested(depth))).toThrow(new NomadDecodeError('undecodable JSON: RangeError: nested deeper than 1000 levels', ''));
+    }
+    let inner: unknown = parseNomadJson(nested(998));
+    for (let level = 0; level < 999; level++) inner = (inner as { Deep?: unknown; a?: unknown }).Deep ?? (inner as { a: unknown }).a;
+    expect(inner).toEqual({ Time: 1795971902180095019n });
+  });
 });
 
 describe('stringifyNomadJson', () => {

@@ -1,8 +1,10 @@
 /**
- * Lines Nomad sends that cannot be used. A batch line that does not decode but names its index is
- * reported once and skipped on the same connection; an unusable event inside a good batch is
- * skipped alone; text that names no batch reconnects, backing off further each time it fails
- * again. FakeNomad keeps a rewritten line in its event buffer, as a Nomad that sent it would.
+ * Lines Nomad sends that cannot be used. A batch line that does not decode (garbled, or nested so
+ * deep that decoding overflows the stack) but names its index is reported once and skipped on the
+ * same connection, and the allocations it carried are recovered by listing them; an unusable event
+ * inside a good batch is skipped alone; text that names no batch reconnects, backing off further
+ * each time it fails again. FakeNomad keeps a rewritten line in its event buffer, as a Nomad that
+ * sent it would.
  */
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
@@ -46,31 +48,117 @@ function without(recorded: Scenario, index: number, keep?: (line: RecordedLine) 
 /** A recorded line with bytes inserted in its middle: JSON no more, head and trailing Index intact. */
 const corrupt = (line: string): string => `${line.slice(0, line.length >> 1)}\u0007#garbage#${line.slice(line.length >> 1)}`;
 
-const skips = (batches: readonly EventBatch[]) => batches.flatMap((b) => b.skipped ?? []);
+/** Valid JSON that a decoder walking it recursively would not survive: Nomad's batch head and tail around an element 5,000 deep. */
+const nestedDeep = (_line: string, index: number): string => `{"Events":[${'['.repeat(5_000)}${']'.repeat(5_000)}],"Index":${index}}`;
+
+/**
+ * The same batch with an exact-int64 timestamp patch that cannot finish: its first allocation gains
+ * a field 5,000 deep with an unsafe Time at the bottom, where the frame's own timestamp places are
+ * not, so the patch falls back to walking the whole document, which stops 1,000 levels down.
+ */
+function deepTimestamp(line: string): string {
+  const batch = parseLossless(line) as unknown as Batch;
+  const allocation = batch.Events.find((e) => e.Topic === 'Allocation')!.Payload.Allocation as Record<string, unknown>;
+  const deep = `${'{"a":'.repeat(5_000)}{"Time":1795971900000000001}${'}'.repeat(5_000)}`;
+  allocation.Deep = null;
+  // Spliced as text: the lossless writer recurses too.
+  return stringifyLossless(batch).replace('"Deep":null', `"Deep":${deep}`);
+}
+
+/**
+ * The middle of the batch indexes that carry some allocation's last recorded version: a stream that
+ * skips it and lists nothing ends with that allocation one version short.
+ */
+function carryingAFinal(recorded: Scenario): number {
+  const lastSeenAt = new Map<string, number>();
+  for (const line of recorded.stream) {
+    if (isHeartbeatLine(line)) continue;
+    const batch = batchOf(line);
+    if (batch.Index < firstIndex(recorded)) continue;
+    for (const event of batch.Events) if (event.Topic === 'Allocation') lastSeenAt.set(event.Key, batch.Index);
+  }
+  const carrying = [...new Set(lastSeenAt.values())].sort((a, b) => a - b);
+  return carrying[carrying.length >> 1]!;
+}
+
+const skips = (batches: readonly EventBatch[]) => batches.flatMap((b) => (b.skipped === undefined ? [] : [b.skipped]));
 
 /** The state as it stood before the test unsubscribed. */
 const lastLive = (states: readonly StreamState[]): StreamState | undefined => states.filter((s) => s.status !== 'stopped').at(-1);
 
 describe('a batch line that does not decode but names its index', () => {
-  it.each(['rolling_update', 'many_allocs'])('%s: reported once with its index, same connection, everything else exactly once', async (name) => {
+  const wholeBatch = { skippedBatches: 1, skippedEvents: 0 };
+  it.each([
+    ['rolling_update', 'garbled', corrupt, { reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringMatching(/^\{"Events":/) }, wholeBatch],
+    ['many_allocs', 'garbled', corrupt, { reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringContaining('#garbage#') }, wholeBatch],
+    ['many_allocs', 'a timestamp 5,000 deep', deepTimestamp, { reason: 'undecodable JSON: RangeError: nested deeper than 1000 levels', excerpt: expect.any(String) }, wholeBatch],
+    // Its one element is no event: skipped as such, its excerpt written only as far as shown.
+    ['rolling_update', 'an element nested 5,000 deep', nestedDeep, { position: 0, reason: 'not an object', excerpt: '['.repeat(120) }, { skippedBatches: 0, skippedEvents: 1 }],
+  ])('%s, %s: reported once with its index, same connection, its allocations recovered by a listing', async (name, _what, rewrite, report, counts) => {
     const recorded = scenario(name);
-    const all = indexes(recorded);
-    const bad = all[all.length >> 1]!;
-    const run = await replayThroughStream(recorded, undefined, {}, {}, { replay: { rewriteLine: (line, index) => (index === bad ? corrupt(line) : line) } });
+    const bad = carryingAFinal(recorded);
+    const run = await replayThroughStream(recorded, undefined, {}, {}, { replay: { rewriteLine: (line, index) => (index === bad ? rewrite(line, index) : line) } });
 
-    expect(skips(run.batches)).toEqual([{ index: bad, reason: expect.stringMatching(/^malformed JSON/), excerpt: expect.stringContaining('#garbage#') }]);
-    expect(run.batches.find((b) => b.skipped !== undefined)).toMatchObject({ index: bad, events: [], resync: false });
+    expect(skips(run.batches)).toEqual([{ index: bad, count: 1, examples: [{ index: bad, ...report }] }]);
+    const skippedAt = run.batches.findIndex((b) => b.skipped !== undefined);
+    expect(run.batches[skippedAt]).toMatchObject({ index: bad, events: [], resync: false });
     // One connection throughout: connected once, never backing off.
     const statuses = run.states.map((s) => s.status);
     expect(statuses.filter((s) => s === 'connecting')).toHaveLength(1);
     expect(statuses).not.toContain('backingOff');
-    expect(lastLive(run.states)).toMatchObject({ status: 'streaming', skippedBatches: 1, skippedEvents: 0, failures: 0, lastIndex: lastRecordedIndex(recorded) });
-    // What only the bad batch carried is missing; every other event arrived, once, in order.
-    const expected = without(recorded, bad);
-    expect(run.finals).toEqual(recordedFinals(expected));
-    expect(run.others).toEqual(recordedOthers(expected));
+    expect(lastLive(run.states)).toMatchObject({ status: 'streaming', ...counts, failures: 0, lastIndex: lastRecordedIndex(recorded) });
+    // After the skip, a listing: every allocation ends as Nomad has it, although the skipped batch
+    // held the last version of some (without the listing they would end one version short).
+    expect(run.batches.slice(skippedAt).filter((b) => b.resync)).toHaveLength(1);
+    expect(recordedFinals(without(recorded, bad))).not.toEqual(recordedFinals(recorded));
+    expect(run.finals).toEqual(recordedFinals(recorded));
     expect(run.regressions).toEqual([]);
-    expect(run.batches.some((b) => b.index === bad && b.events.length > 0)).toBe(false);
+    // The other events only that batch carried are missing; every other one arrived, once, in order.
+    expect(run.others).toEqual(recordedOthers(without(recorded, bad)));
+    expect(run.batches.some((b) => !b.resync && b.index === bad && b.events.length > 0)).toBe(false);
+  });
+
+  it('an allocation the listing cannot decode (nested 5,000 deep, every time) is reported and skipped; the others are recovered, on one connection', async () => {
+    const recorded = scenario('many_allocs');
+    const bad = carryingAFinal(recorded);
+    const full = recordedFinals(recorded);
+    const short = recordedFinals(without(recorded, bad));
+    const victim = [...full.keys()].find((id) => full.get(id)?.modifyIndex !== short.get(id)?.modifyIndex)!;
+    const deep = `{"ID":"${victim}","Deep":${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)},"ModifyTime":1795971902180095019}`;
+    const run = await replayThroughStream(
+      recorded,
+      (fake) => void fake.faults.failRequests({ status: 200, body: deep, path: `/v1/allocation/${victim}`, times: Infinity }),
+      {},
+      {},
+      { replay: { rewriteLine: (line, index) => (index === bad ? corrupt(line) : line) } },
+    );
+    const listing = run.batches.find((b) => b.resync)!;
+    expect(listing.skipped).toEqual({
+      index: listing.index,
+      count: 1,
+      examples: [{ index: listing.index, reason: `allocation ${victim}: undecodable JSON: RangeError: nested deeper than 1000 levels`, excerpt: deep.slice(0, 120) }],
+    });
+    expect(run.states.map((s) => s.status)).not.toContain('backingOff');
+    expect(lastLive(run.states)).toMatchObject({ status: 'streaming', skippedBatches: 1, skippedEvents: 1, lastIndex: lastRecordedIndex(recorded) });
+    // Only the one it could not read ends short; every other allocation is as Nomad has it.
+    expect(run.finals).toEqual(new Map([...full].map(([id, summary]) => [id, id === victim ? short.get(id) : summary])));
+  });
+
+  it('lists nothing when the stream watches no allocations', async () => {
+    const recorded = scenario('rolling_update');
+    // A batch of a deployment, a job and an evaluation: all of it reaches this subscription.
+    const bad = indexes(recorded).find((i) => recorded.stream.some((l) => !isHeartbeatLine(l) && batchOf(l).Index === i && batchOf(l).Events.length === 3 && batchOf(l).Events.every((e) => e.Topic !== 'Allocation')))!;
+    let listings = 0;
+    const run = await replayThroughStream(
+      recorded,
+      (fake) => fake.server.on('request', (req: { url?: string }) => void (/^\/v1\/(allocations|job\/)/.test(req.url ?? '') && listings++)),
+      { topics: ['Job', 'Evaluation', 'Deployment'] },
+      {},
+      { waitFor: 'replay', replay: { rewriteLine: (line, index) => (index === bad ? corrupt(line) : line) } },
+    );
+    expect(skips(run.batches).map((s) => s.index)).toEqual([bad]);
+    expect(run.batches.filter((b) => b.resync)).toEqual([]);
+    expect(listings).toBe(0);
   });
 
   it('is reported once even when Nomad sends it again after a reconnect, and resume moves past it', async () => {
@@ -112,7 +200,11 @@ describe('an unusable event inside a good batch', () => {
     });
 
     expect(skips(run.batches)).toEqual([
-      { index: bad.Index, position, reason: 'Allocation event whose Payload has no Allocation with an ID', excerpt: expect.stringContaining('"Allocation":"gone"') },
+      {
+        index: bad.Index,
+        count: 1,
+        examples: [{ index: bad.Index, position, reason: 'Allocation event whose Payload has no Allocation with an ID', excerpt: expect.stringContaining('"Allocation":"gone"') }],
+      },
     ]);
     const delivered = run.batches.find((b) => b.index === bad.Index)!;
     expect(delivered.events).toHaveLength(bad.Events.length - 1);

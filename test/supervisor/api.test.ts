@@ -214,7 +214,7 @@ describe('logging', () => {
     const clock = new VirtualClock({ start: scenario.opened });
     const fake = await FakeNomad.start({ clock, token: 'tok-right-0001' });
     const records: unknown[] = [];
-    const record = (level: string) => (message: string, fields?: object) => records.push({ level, message, ...fields });
+    const record = (level: string) => (fields: object, message: string) => records.push({ level, message, ...fields });
     const logger = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
     const supervisor = createSupervisor({ nomad: { address: fake.address, token }, clock, logger });
     const problems: string[] = [];

@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createActor, fromPromise, toPromise } from 'xstate';
 import { VirtualClock, settle } from '../../src/clock/index.js';
-import { evaluationMachine, READ_RETRY_MS, type ReadEvaluationInput } from '../../machines/evaluation.js';
+import { evaluationMachine, READ_RETRY_MAX_MS, READ_RETRY_MS, type ReadEvaluationInput } from '../../machines/evaluation.js';
 import type { EvaluationView } from '../../machines/evaluationOutcome.js';
+import { NomadHttpError } from '../../src/nomad/errors.js';
 
 const fixtures = join(__dirname, '..', 'fixtures', 'nomad-1.1.2');
 
@@ -167,6 +168,29 @@ describe('evaluation machine', () => {
     await settle();
     expect(actor.getSnapshot().value).toBe('retrying');
     clock.advance(READ_RETRY_MS);
+    expect((await toPromise(actor)).ok).toBe(true);
+    expect(calls).toBe(2);
+  });
+
+  test.each([
+    ['Retry-After: 12', 12_000, 12_000],
+    ['a Retry-After below the usual delay', 200, READ_RETRY_MS],
+    ['an hour of Retry-After (capped)', 3_600_000, READ_RETRY_MAX_MS],
+  ])('a read answered 429 with %s is retried when the server said', async (_what, retryAfterMs, wait) => {
+    let calls = 0;
+    const complete = apiBody('get_evaluation_complete');
+    const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async () => {
+      calls++;
+      if (calls === 1) throw new NomadHttpError(429, 'GET', `/v1/evaluation/${complete.ID}`, 'rate limited', { retryAfterMs });
+      return complete;
+    });
+    const clock = new VirtualClock();
+    const actor = createActor(evaluationMachine.provide({ actors: { readEvaluation } }), { input: { evalId: complete.ID, streamUp: true }, clock }).start();
+    await settle();
+    clock.advance(wait - 1);
+    await settle();
+    expect(calls).toBe(1);
+    clock.advance(1);
     expect((await toPromise(actor)).ok).toBe(true);
     expect(calls).toBe(2);
   });

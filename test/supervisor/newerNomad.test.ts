@@ -1,7 +1,6 @@
 /**
- * The supervisor against newer Nomads (nomad-protocol §10): groups judged by Nomad's own checks
- * (provider = "nomad", 1.3+) are left unjudged with a reason that names them, Consul or not; a
- * deployment that is `initializing` (1.5+) is not an end; allocations on a disconnected client
+ * The supervisor against newer Nomads (nomad-protocol §10; Nomad's own service checks, 1.4+, are
+ * test/nomadChecks'): a deployment that is `initializing` (1.5+) is not an end; allocations on a disconnected client
  * (ClientStatus unknown, 1.3+) are judged from their tasks as Nomad's tracker does.
  */
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
@@ -10,30 +9,6 @@ import { serviceJob } from '../testing/helpers.js';
 import { SETTLE_MS, driveTo, startHarness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
-
-test('a group with Nomad-provider checks and no Consul source: the reason names Nomad\'s checks, not Consul', async () => {
-  const h = await startHarness(START);
-  try {
-    const base = serviceJob('native');
-    const group = (base.TaskGroups as Record<string, unknown>[])[0]!;
-    const task = (group.Tasks as Record<string, unknown>[])[0]!;
-    const services = [{ Name: 'web', PortLabel: 'http', Provider: 'nomad', Checks: [{ Name: 'alive', Type: 'http', Path: '/', Interval: 1e9, Timeout: 1e9 }] }];
-    h.fake.cluster.registerJob({
-      ...base,
-      Update: { ...(base.Update as object), HealthCheck: 'checks' },
-      TaskGroups: [{ ...group, Count: 1, Tasks: [{ ...task, Services: services }] }],
-    });
-    const [alloc] = h.fake.cluster.placeAllocations('native');
-    const verdict = h.supervisor.verdict(alloc!.ID).catch((error: unknown) => error);
-    await driveTo(h.clock, START + 1_000);
-    const error = await verdict;
-    expect(error).toMatchObject({ name: 'AllocationNotJudgedError' });
-    expect((error as { reason: string }).reason).toMatch(/provider = "nomad".*GET \/v1\/allocation\/:id\/checks/);
-    expect((error as { reason: string }).reason).not.toMatch(/Consul/);
-  } finally {
-    await h.close();
-  }
-});
 
 test('an allocation whose client disconnects (ClientStatus unknown) while min_healthy_time runs is still judged healthy on time', async () => {
   const h = await startHarness(START);

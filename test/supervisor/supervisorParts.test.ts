@@ -1,6 +1,7 @@
 import { BoundedHistory } from '../../src/supervisor/boundedHistory.js';
-import { redactingLogger, type LogFields } from '../../src/supervisor/logger.js';
+import { structuredLogger, type LogFields } from '../../src/supervisor/logger.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
+import { registerAddressCredentials } from '../../src/secrets.js';
 
 describe('scope', () => {
   test('defaults to the default namespace and every job', () => {
@@ -32,14 +33,30 @@ describe('BoundedHistory', () => {
   });
 });
 
-describe('redactingLogger', () => {
+describe('structuredLogger', () => {
   test('removes the token from messages and nested fields', () => {
-    const records: [string, LogFields | undefined][] = [];
-    const sink = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (m: string, f?: LogFields) => records.push([m, f]) };
-    const logger = redactingLogger(sink, ['s3cr3t-token']);
+    const records: [LogFields, string][] = [];
+    const sink = { debug: () => undefined, info: () => undefined, error: () => undefined, warn: (f: LogFields, m: string) => records.push([f, m]) };
+    const logger = structuredLogger(sink, ['s3cr3t-token']);
     logger.warn('request with s3cr3t-token failed', { error: new Error('x-nomad-token: s3cr3t-token'), nested: { list: ['s3cr3t-token'] } });
+    logger.warn({ token: 's3cr3t-token' }, 'pino order, s3cr3t-token');
     expect(JSON.stringify(records)).not.toContain('s3cr3t-token');
-    expect(records[0]![0]).toBe('request with [redacted] failed');
-    expect(redactingLogger(sink, [undefined, ''])).toBe(sink);
+    expect(records[0]![1]).toBe('request with [redacted] failed');
+    expect(records[1]).toEqual([{ token: '[redacted]' }, 'pino order, [redacted]']);
+    // Given none, it still removes what a connection registered (src/secrets.ts): a password of an address.
+    registerAddressCredentials('https://ops:pa55-w0rd@nomad.example:4646');
+    structuredLogger(sink, [undefined, '']).warn('proxy said: bad credentials ops:pa55-w0rd');
+    expect(records[2]![1]).toBe('proxy said: bad credentials [redacted]');
+  });
+
+  test('hands the sink fields first, whichever order the call used', () => {
+    const records: unknown[][] = [];
+    const record = (...args: unknown[]): number => records.push(args);
+    const logger = structuredLogger({ debug: record, info: record, warn: record, error: record });
+    logger.info('message first', { a: 1 });
+    logger.info({ b: 2 }, 'fields first');
+    logger.info('message alone');
+    expect(records).toEqual([[{ a: 1 }, 'message first'], [{ b: 2 }, 'fields first'], [{}, 'message alone']]);
+    expect(structuredLogger(logger)).toBe(logger);
   });
 });

@@ -6,6 +6,8 @@ import type { NomadConfig } from '../config.js';
 import { decodeServerFrame, encodeClientFrame, type ClientFrame, type ServerFrame } from './frames.js';
 import { ExecProtocolError, errorFromClose, errorFromHttpStatus, type ExecError } from './errors.js';
 import { execSocketOptions, execUrl, type ExecRequest } from './request.js';
+import { publishExecBytes } from './bytesChannel.js';
+import { ignoreWritesAfterReset } from './resetSocket.js';
 
 /** How the session goes. `exited` and `failed` are terminal: at most one of them, once. */
 export interface ExecConnectionListener {
@@ -35,11 +37,12 @@ type State = 'idle' | 'connecting' | 'open' | 'ended';
 export class ExecConnection {
   readonly stdout: Readable;
   readonly stderr: Readable;
-  /** Writes become stdin frames (acknowledged when on the wire); `end()` sends the stdin close. */
+  /** Writes become stdin frames (acknowledged when on the wire); `end()` sends the stdin close (not under a tty). */
   readonly stdin: Writable;
   readonly #url: string;
   readonly #socketOptions: WebSocket.ClientOptions;
   readonly #clock: Clock;
+  readonly #tty: boolean;
   readonly #endedOutputs = new Set<Readable>();
   #ws: WebSocket | undefined;
   #listener: ExecConnectionListener | undefined;
@@ -54,11 +57,15 @@ export class ExecConnection {
     this.#url = execUrl(config, request);
     this.#socketOptions = execSocketOptions(config);
     this.#clock = options.clock;
+    this.#tty = request.tty;
     const highWaterMark = options.highWaterMark ?? 1024 * 1024;
     this.stdout = new Readable({ highWaterMark, read: () => this.#resumeUnless(this.stderr) });
     this.stderr = new Readable({ highWaterMark, read: () => this.#resumeUnless(this.stdout) });
     this.stdin = new Writable({
-      write: (chunk: Buffer, _encoding, callback) => this.#send({ kind: 'stdin', data: chunk }, callback),
+      write: (chunk: Buffer, _encoding, callback) => {
+        publishExecBytes('stdin', chunk.length);
+        this.#send({ kind: 'stdin', data: chunk }, callback);
+      },
       final: (callback) => this.#closeStdin(callback),
     });
   }
@@ -70,6 +77,7 @@ export class ExecConnection {
     this.#listener = listener;
     const ws = new WebSocket(this.#url, this.#socketOptions);
     this.#ws = ws;
+    ws.on('upgrade', (response: IncomingMessage) => ignoreWritesAfterReset(response.socket));
     ws.on('open', () => this.#onOpen(ws));
     ws.on('message', (data: Buffer) => this.#onMessage(ws, data));
     ws.on('close', (code: number, reason: Buffer) => this.#onClose(code, reason.toString()));
@@ -79,10 +87,13 @@ export class ExecConnection {
     ws.on('unexpected-response', (_request, response) => this.#onRefused(ws, response));
   }
 
-  /** The terminal's size in character cells: positive integers (Nomad's are uint32; a terminal's fit in 16 bits). */
+  /**
+   * The terminal's size in character cells, sent as given like `nomad alloc exec` does: 0×0 included
+   * (a terminal that reports no size), up to 65535 (a terminal's winsize is 16 bits).
+   */
   resize(rows: number, cols: number): void {
     for (const [name, value] of [['rows', rows], ['cols', cols]] as const) {
-      if (!Number.isInteger(value) || value <= 0 || value > 0xffff) throw new RangeError(`resize: ${name} must be an integer from 1 to 65535, got ${value}`);
+      if (!Number.isInteger(value) || value < 0 || value > 0xffff) throw new RangeError(`resize: ${name} must be an integer from 0 to 65535, got ${value}`);
     }
     this.#send({ kind: 'tty_size', rows, cols });
   }
@@ -92,8 +103,9 @@ export class ExecConnection {
   }
 
   /**
-   * Ends the session early (cancellation, timeout): stdin close, a close frame, and the TCP connection
-   * dropped if Nomad keeps it open. The output streams end; the listener hears nothing more.
+   * Ends the session early (cancellation, timeout): stdin close (under a tty it hangs the command up,
+   * as wanted here), a close frame, and the TCP connection dropped if Nomad keeps it open. The output
+   * streams end; the listener hears nothing more.
    */
   close(): void {
     const ws = this.#ws;
@@ -110,7 +122,7 @@ export class ExecConnection {
     this.#graceTimer = this.#clock.setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
   }
 
-  #send(frame: ClientFrame, callback?: (error?: Error | null) => void): void {
+  #send(frame: ClientFrame, callback?: () => void): void {
     if (this.#state === 'idle' || this.#state === 'connecting') {
       this.#whenOpen.push(() => this.#send(frame, callback));
       return;
@@ -121,13 +133,21 @@ export class ExecConnection {
       callback?.();
       return;
     }
-    ws.send(encodeClientFrame(frame), callback === undefined ? undefined : (error) => callback(error ?? null));
+    ws.send(encodeClientFrame(frame), () => callback?.());
   }
 
+  /**
+   * The end of stdin. Under a tty it sends nothing: Nomad would close its pty master, hanging the
+   * command up (SIGHUP: exit 129, output cut). A terminal's end of input is Ctrl-D, which is data.
+   */
   #closeStdin(callback: (error?: Error | null) => void): void {
-    this.#send({ kind: 'stdin.close' }, (error) => {
+    if (this.#tty) {
+      callback();
+      return;
+    }
+    this.#send({ kind: 'stdin.close' }, () => {
       this.#stdinClosed = true;
-      callback(error);
+      callback();
     });
   }
 
@@ -154,6 +174,7 @@ export class ExecConnection {
       case 'stdout':
       case 'stderr': {
         const stream = this[frame.kind];
+        publishExecBytes(frame.kind, frame.data.length);
         if (this.#endedOutputs.has(stream) || stream.push(frame.data)) return;
         ws.pause();
         return;

@@ -1,3 +1,5 @@
+import { scrubSecrets } from '../../secrets.js';
+
 /**
  * Why an exec session ended without an `exited` frame. Nomad reports errors only as a close frame
  * (1008 for 4xx causes, 1011 for 500) after the upgrade, or, before v2.0.3, as a plain HTTP error
@@ -13,9 +15,10 @@ export class ExecError extends Error {
   readonly status: number | undefined;
 
   constructor(message: string, details: { reason?: string; closeCode?: number; status?: number } = {}) {
-    super(message);
+    // Nomad's reason is the server's text: scrubbed of every registered secret (src/secrets.ts).
+    super(scrubSecrets(message));
     this.name = new.target.name;
-    this.reason = details.reason ?? '';
+    this.reason = scrubSecrets(details.reason ?? '');
     this.closeCode = details.closeCode;
     this.status = details.status;
   }

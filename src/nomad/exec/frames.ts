@@ -95,8 +95,9 @@ export function decodeClientFrame(raw: string): ClientFrame {
   throw new ExecFrameError(`unexpected message type: ${keys.join(', ')}`);
 }
 
+/** Nomad sets what it is given: 0×0 included (a terminal that reports no size). */
 function isDimension(value: unknown): value is number {
-  return typeof value === 'number' && Number.isInteger(value) && value > 0 && value <= 0xffff;
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 0xffff;
 }
 
 export function encodeServerFrame(frame: Exclude<ServerFrame, { kind: 'noop' }>): string {

@@ -5,7 +5,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
 import { requestToken, type FakeNomadVersion } from '../nomad/wire.js';
-import { resolveExecutable, spawnLocal, type LocalProcess } from './processes.js';
+import { loadNodePty } from './nodePty.js';
+import { resolveExecutable, spawnPiped, spawnTerminal, type LocalProcess, type SpawnRequest } from './processes.js';
 
 /** What the fake knows of an allocation. */
 export interface FakeExecTarget {
@@ -52,8 +53,11 @@ const EXEC_PATH = /^\/v1\/client\/allocation\/([^/]+)\/exec$/;
  * Nomad's exec websocket on a FakeNomad (or any http.Server), as Nomad 1.1.2 behaves
  * (test/fixtures/nomad-1.1.2/exec): the upgrade always succeeds, errors come as close frames
  * (1008 unknown allocation, 1011 unknown task or a command that cannot start), output in base64
- * frames of at most 4096 bytes, `exit_code` left out when 0, and with tty=false nothing final is sent
- * before the client closes stdin.
+ * frames of at most 4096 bytes, `exit_code` left out when 0, with tty=false nothing final sent before
+ * the client closes stdin (or sends input the exited command can no longer take), the close frame
+ * followed at once by the end of the TCP connection, and a stdin close under a tty hanging the command
+ * up as Nomad's closed pty master does (exit 129, output cut; deferred to the next output once a
+ * tty_size was sent). Terminals need node-pty, loaded only then (an optional peer dependency).
  */
 export function attachFakeExec(server: Server, options: FakeExecOptions): FakeExec {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
@@ -89,11 +93,11 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       }
       const allocId = decodePathSegment(match[1] ?? '');
       const tty = /^(1|t|true)$/i.test(url.searchParams.get('tty') ?? 'false');
-      start(ws, allocId, url.searchParams.get('task') ?? '', command, tty);
+      start(ws, socket, allocId, url.searchParams.get('task') ?? '', command, tty);
     });
   };
 
-  function start(ws: WebSocket, allocId: string, task: string, command: string[], tty: boolean): void {
+  function start(ws: WebSocket, socket: Duplex, allocId: string, task: string, command: string[], tty: boolean): void {
     const target = options.lookup(allocId);
     if (target === undefined) return closeWith(ws, 1008, `Unknown allocation "${allocId}"`);
     if (!target.tasks.includes(task)) return closeWith(ws, 1011, 'task not found');
@@ -113,22 +117,45 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${executable.error}`);
     }
     mkdirSync(target.workdir, { recursive: true });
-    let child: LocalProcess;
-    try {
-      child = spawnLocal({ file: executable.file, args, cwd: target.workdir, env, tty });
-    } catch (error) {
-      return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${(error as Error).message}`);
-    }
-    runSession(ws, child, tty);
+    const request: SpawnRequest = { file: executable.file, args, cwd: target.workdir, env };
+    const launch = (spawn: () => LocalProcess): void => {
+      let child: LocalProcess;
+      try {
+        child = spawn();
+      } catch (error) {
+        return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${(error as Error).message}`);
+      }
+      runSession(ws, socket, child, tty);
+    };
+    if (!tty) return launch(() => spawnPiped(request));
+    // node-pty loads on the first terminal asked for; the client's frames wait in the socket meanwhile.
+    ws.pause();
+    loadNodePty().then(
+      (pty) => {
+        if (ws.readyState === ws.OPEN) launch(() => spawnTerminal(request, pty));
+        ws.resume();
+      },
+      (error: unknown) => {
+        // Reading again lets the closing handshake complete. Nomad's wording (executor runTTY).
+        ws.resume();
+        closeWith(ws, 1011, `failed to open a tty: ${(error as Error).message}`);
+      },
+    );
   }
 
-  function runSession(ws: WebSocket, child: LocalProcess, tty: boolean): void {
+  function runSession(ws: WebSocket, socket: Duplex, child: LocalProcess, tty: boolean): void {
     running.add(child.pid);
     let unsent = 0;
     let stdinClosed = tty;
     let exitCode: number | undefined;
     let finished = false;
     let killTimer: unknown;
+    // Nomad closes the pty master on a tty stdin close: the command is hung up (SIGHUP) and its output
+    // ends there. A tty_size turns Nomad's master file blocking (Go's Fd()), which defers that close
+    // until the read in progress returns with the next output (recording j1: a waiting shell lives on).
+    let sizeSet = false;
+    let hangupAtNextOutput = false;
+    let outputClosed = false;
 
     const send = (frame: Exclude<ServerFrame, { kind: 'noop' }>, size = 0): void => {
       if (ws.readyState !== ws.OPEN) return;
@@ -143,13 +170,23 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       if (finished || exitCode === undefined || !stdinClosed) return;
       finished = true;
       if (!tty) send({ kind: 'stderr.close' });
-      send({ kind: 'stdout.close' });
+      if (!outputClosed) send({ kind: 'stdout.close' });
       if (newer) {
         ws.send(encodeServerFrame({ kind: 'exited', exitCode }), () => ws.terminate());
         return;
       }
+      // 1.1.2 sends its close frame and closes the connection at once (ws.Close), without waiting
+      // for the client's: input still on its way meets a closed socket.
       send({ kind: 'exited', exitCode });
       ws.close(1000);
+      socket.once('finish', () => socket.destroy());
+      socket.end();
+    };
+    const hangUpTerminal = (): void => {
+      if (outputClosed) return;
+      outputClosed = true;
+      send({ kind: 'stdout.close' });
+      child.signalGroup('SIGHUP');
     };
     const processGone = (): void => {
       running.delete(child.pid);
@@ -168,13 +205,20 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       child.signalGroup('SIGCONT');
       killTimer = options.clock.setTimeout(() => child.signalGroup('SIGKILL'), KILL_GRACE_MS);
     };
+    const endOfStdin = (): void => {
+      stdinClosed = true;
+      child.closeStdin();
+      finish();
+    };
     children.add(child);
 
     child.onOutput((stream, data) => {
+      if (outputClosed) return;
       for (let at = 0; at < data.length; at += MAX_FRAME_BYTES) {
         const slice = data.subarray(at, at + MAX_FRAME_BYTES);
         send({ kind: stream, data: slice }, slice.length);
       }
+      if (hangupAtNextOutput) hangUpTerminal();
     });
     child.onDone((code) => {
       exitCode = code;
@@ -193,18 +237,22 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       }
       switch (frame.kind) {
         case 'stdin':
+          if (outputClosed) return;
           // Stop reading the socket until the command has taken its input: backpressure to the client.
           ws.pause();
-          child.write(frame.data, () => ws.resume());
+          child.write(frame.data, (accepted) => {
+            ws.resume();
+            // Input the command can no longer take (EPIPE) ends Nomad's wait for the stdin close.
+            if (!accepted && !tty) endOfStdin();
+          });
           return;
         case 'stdin.close':
-          if (!tty) {
-            stdinClosed = true;
-            child.closeStdin();
-            finish();
-          }
+          if (!tty) endOfStdin();
+          else if (sizeSet) hangupAtNextOutput = true;
+          else hangUpTerminal();
           return;
         case 'tty_size':
+          sizeSet = true;
           child.resize(frame.rows, frame.cols);
           return;
         case 'heartbeat':

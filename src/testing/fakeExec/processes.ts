@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { accessSync, constants as fsConstants, statSync } from 'node:fs';
+import { constants } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { Readable } from 'node:stream';
-import * as pty from 'node-pty';
+import type { NodePtyModule } from './nodePty.js';
 
 /**
  * The command side of a fake exec session: a real local process, with pipes (tty=false) or a
@@ -15,8 +17,11 @@ export interface LocalProcess {
   onOutput(listener: (stream: 'stdout' | 'stderr', data: Buffer) => void): void;
   /** Called once the process has exited and all its output was delivered. */
   onDone(listener: (exitCode: number) => void): void;
-  /** Input for the command; calls `drained` once it has taken it in, so the sender can pace itself. */
-  write(data: Buffer, drained: () => void): void;
+  /**
+   * Input for the command; calls `done` once it has taken it in, so the sender can pace itself, with
+   * false when it had nowhere to go (the command closed its stdin or exited: EPIPE).
+   */
+  write(data: Buffer, done: (accepted: boolean) => void): void;
   closeStdin(): void;
   resize(rows: number, cols: number): void;
   /** Stops (true) or restarts (false) reading output: backpressure. */
@@ -29,7 +34,6 @@ export interface SpawnRequest {
   args: readonly string[];
   cwd: string;
   env: Record<string, string>;
-  tty: boolean;
 }
 
 /** Go's os/exec wording, as Nomad relays it: the executable could not be found or run. */
@@ -57,7 +61,7 @@ const ERRNO_TEXT: Readonly<Record<string, string>> = {
 function executableProblem(file: string): string | undefined {
   try {
     if (statSync(file).isDirectory()) return ERRNO_TEXT.EACCES;
-    accessSync(file, constants.X_OK);
+    accessSync(file, fsConstants.X_OK);
     return undefined;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? '';
@@ -81,13 +85,9 @@ function ignoreClosed(operation: () => void): void {
   }
 }
 
-const SIGNAL_NUMBERS: Readonly<Record<string, number>> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15, SIGPIPE: 13 };
 
-export function spawnLocal(request: SpawnRequest): LocalProcess {
-  return request.tty ? spawnTerminal(request) : spawnPiped(request);
-}
-
-function spawnPiped(request: SpawnRequest): LocalProcess {
+/** A command on pipes: stdout and stderr apart, stdin's end is EOF. */
+export function spawnPiped(request: SpawnRequest): LocalProcess {
   const child = spawn(request.file, [...request.args], {
     cwd: request.cwd,
     env: request.env,
@@ -106,11 +106,12 @@ function spawnPiped(request: SpawnRequest): LocalProcess {
     },
     onDone: (listener) => {
       child.on('error', () => listener(127));
-      child.on('close', (code, signal) => listener(code ?? 128 + (SIGNAL_NUMBERS[signal ?? ''] ?? 0)));
+      child.on('close', (code, signal) => listener(code ?? 128 + (signal === null ? 0 : constants.signals[signal])));
     },
-    write: (data, drained) => {
-      if (!child.stdin.writable || child.stdin.write(data)) drained();
-      else child.stdin.once('drain', drained);
+    write: (data, done) => {
+      if (!child.stdin.writable) return done(false);
+      // Called once the pipe has taken the data, or with EPIPE when the command closed its end.
+      child.stdin.write(data, (error) => done(error === undefined || error === null));
     },
     closeStdin: () => child.stdin.end(),
     // Without a terminal there is no window size to change.
@@ -127,8 +128,33 @@ function spawnPiped(request: SpawnRequest): LocalProcess {
   };
 }
 
-function spawnTerminal(request: SpawnRequest): LocalProcess {
-  const terminal = pty.spawn(request.file, [...request.args], {
+/** Where a terminal command's exit code is written once it has ended: an escape sequence no output holds. */
+function exitMark(): Buffer {
+  return Buffer.from(`\u001b]warden-exit;${randomUUID()};`);
+}
+
+/** How much of the end of `data` could be the start of `mark`. */
+function markStartAtEnd(data: Buffer, mark: Buffer): number {
+  for (let length = Math.min(mark.length - 1, data.length); length > 0; length--) {
+    if (data.subarray(data.length - length).equals(mark.subarray(0, length))) return length;
+  }
+  return 0;
+}
+
+/**
+ * A command on a pseudo-terminal (node-pty, loaded by the caller only when a session asks for one).
+ * node-pty drops its end of the terminal 200 ms after the command exits, and output not read by then
+ * is lost (under heavy load it is); Nomad's executor reads the terminal to its end before it reports
+ * the exit. So the command runs under a small /bin/sh that, once it has ended, writes a mark with its
+ * exit code and waits: everything before the mark is the command's whole output; on reading the mark
+ * the terminal's group is hung up (as Nomad closes the terminal) and the exit code is the mark's.
+ */
+export function spawnTerminal(request: SpawnRequest, pty: NodePtyModule): LocalProcess {
+  const mark = exitMark();
+  // Terminal signals (Ctrl-C typed remotely) are the command's: the holder waits them out. Handlers
+  // are reset by exec, so the command gets them as usual.
+  const holder = `trap : INT QUIT; "$@"; printf '${mark.toString()}%d\\a' "$?"; exec sleep 2147483647`;
+  const terminal = pty.spawn('/bin/sh', ['-c', holder, 'sh', request.file, ...request.args], {
     name: 'xterm',
     cols: 80,
     rows: 24,
@@ -136,23 +162,49 @@ function spawnTerminal(request: SpawnRequest): LocalProcess {
     env: request.env,
     encoding: null,
   });
+  let output: (data: Buffer) => void = () => undefined;
+  let pending = Buffer.alloc(0);
+  let markedCode: number | undefined;
+  // With `encoding: null` node-pty hands out Buffers; its typings say string.
+  terminal.onData((chunk) => {
+    if (markedCode !== undefined) return;
+    pending = Buffer.concat([pending, Buffer.from(chunk as unknown as Buffer)]);
+    const at = pending.indexOf(mark);
+    if (at < 0) {
+      // Everything but what could be the start of the mark.
+      const kept = markStartAtEnd(pending, mark);
+      if (pending.length > kept) output(pending.subarray(0, pending.length - kept));
+      pending = pending.subarray(pending.length - kept);
+      return;
+    }
+    if (at > 0) output(pending.subarray(0, at));
+    pending = pending.subarray(at);
+    const end = pending.indexOf(0x07, mark.length);
+    // The code's digits may still be on their way.
+    if (end < 0) return;
+    markedCode = Number(pending.subarray(mark.length, end).toString());
+    signalGroup(terminal.pid, 'SIGHUP');
+  });
   return {
     pid: terminal.pid,
     onOutput: (listener) => {
-      // With `encoding: null` node-pty hands out Buffers; its typings say string.
-      terminal.onData((data) => listener('stdout', Buffer.from(data as unknown as Buffer)));
+      output = (data) => listener('stdout', data);
     },
     onDone: (listener) => {
-      terminal.onExit(({ exitCode, signal }) => listener(signal ? 128 + signal : exitCode));
+      // Without a mark the holder itself was ended (hung up, killed): its own exit says how.
+      terminal.onExit(({ exitCode, signal }) => listener(markedCode ?? (signal ? 128 + signal : exitCode)));
     },
     // Input or a resize racing the terminal's end has nowhere to go.
-    write: (data, drained) => {
+    write: (data, done) => {
       ignoreClosed(() => terminal.write(data));
-      drained();
+      done(true);
     },
     // With a terminal, closing stdin is not EOF (Ctrl-D is): Nomad does nothing.
     closeStdin: () => undefined,
-    resize: (rows, cols) => ignoreClosed(() => terminal.resize(cols, rows)),
+    resize: (rows, cols) => {
+      // Nomad's pty takes 0×0 (a terminal that reports no size); node-pty refuses it, so the size stays.
+      if (rows > 0 && cols > 0) ignoreClosed(() => terminal.resize(cols, rows));
+    },
     pauseOutput: (paused) => {
       if (paused) terminal.pause();
       else terminal.resume();

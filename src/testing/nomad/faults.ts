@@ -35,6 +35,15 @@ export interface RequestFailure {
   path?: string | RegExp;
   /** How many requests fail (default 1; Infinity until cleared). */
   times?: number;
+  /** Response headers to send with it (`Retry-After`, say). */
+  headers?: Readonly<Record<string, string>>;
+}
+
+/** A request failure as the server answers it. */
+export interface RequestFailureAnswer {
+  status: number;
+  body: string;
+  headers: Readonly<Record<string, string>>;
 }
 
 interface Counted<T> {
@@ -44,7 +53,7 @@ interface Counted<T> {
 
 export class FaultSwitches {
   private streamPlans: Counted<StreamFaultPlan>[] = [];
-  private failures: Counted<Required<Pick<RequestFailure, 'status' | 'body'>> & { path?: string | RegExp }>[] = [];
+  private failures: Counted<RequestFailureAnswer & { path?: string | RegExp }>[] = [];
   private refusals = 0;
 
   /** Applies `plan` to the next `times` event-stream connections (default 1). */
@@ -62,7 +71,12 @@ export class FaultSwitches {
   /** Answers matching requests with an error status (default 500) and a plain-text body, as Nomad writes errors. */
   failRequests(failure: RequestFailure = {}): this {
     this.failures.push({
-      value: { status: failure.status ?? 500, body: failure.body ?? 'rpc error: fake Nomad fault', ...(failure.path === undefined ? {} : { path: failure.path }) },
+      value: {
+        status: failure.status ?? 500,
+        body: failure.body ?? 'rpc error: fake Nomad fault',
+        headers: failure.headers ?? {},
+        ...(failure.path === undefined ? {} : { path: failure.path }),
+      },
       remaining: failure.times ?? 1,
     });
     return this;
@@ -89,7 +103,7 @@ export class FaultSwitches {
   }
 
   /** @internal The failure to answer a request for `path` with, if any. */
-  takeFailure(path: string): { status: number; body: string } | undefined {
+  takeFailure(path: string): RequestFailureAnswer | undefined {
     const failure = take(this.failures.filter((f) => matches(f.value.path, path)));
     this.failures = this.failures.filter((f) => f.remaining > 0);
     return failure;

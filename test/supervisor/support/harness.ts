@@ -8,8 +8,8 @@ import { NomadClient } from '../../../src/nomad/client.js';
 import { createSupervisor, type SupervisorOptions } from '../../../src/supervisor/index.js';
 import type { Supervisor } from '../../../src/supervisor/supervisor.js';
 import type { StateChange, SupervisorProblem, VerdictRecord } from '../../../src/supervisor/types.js';
-import { FakeNomad } from '../../../src/testing/fakeNomad.js';
-import { readScenario, type Scenario } from '../../../src/testing/recording.js';
+import { FakeNomad, type FakeNomadOptions } from '../../../src/testing/fakeNomad.js';
+import { isHeartbeatLine, readScenario, type RecordedLine, type Scenario } from '../../../src/testing/recording.js';
 
 export const SCENARIOS = join(__dirname, '..', '..', 'fixtures', 'nomad-1.1.2', 'scenarios');
 
@@ -44,18 +44,22 @@ export async function driveTo(clock: VirtualClock, until: number, stepMs = 250):
   await flush();
 }
 
+type HarnessOptions = Omit<SupervisorOptions, 'nomad' | 'clock'>;
+
+/** `options` may be made from the harness's clock (metrics measured on it); `fakeOptions` start the FakeNomad. */
 export async function startHarness(
   start: number,
-  options: Omit<SupervisorOptions, 'nomad' | 'clock'> = {},
+  options: HarnessOptions | ((clock: VirtualClock) => HarnessOptions) = {},
   prepare?: (fake: FakeNomad) => void,
+  fakeOptions: Omit<FakeNomadOptions, 'clock'> = {},
 ): Promise<Harness> {
   const clock = new VirtualClock({ start });
-  const fake = await FakeNomad.start({ clock });
+  const fake = await FakeNomad.start({ ...fakeOptions, clock });
   prepare?.(fake);
   // Without gzip every reply is plain socket I/O, which `flush` lets through; gunzip runs on libuv's
   // thread pool and could finish after virtual time has moved on.
   const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false });
-  const supervisor = createSupervisor({ nomad, clock, ...options });
+  const supervisor = createSupervisor({ nomad, clock, ...(typeof options === 'function' ? options(clock) : options) });
   const verdicts: VerdictRecord[] = [];
   const changes: StateChange[] = [];
   const problems: SupervisorProblem[] = [];
@@ -88,4 +92,12 @@ export function loadScenario(name: string): Scenario & { opened: number; closed:
   const scenario = readScenario(join(SCENARIOS, name));
   const opened = Date.parse(scenario.meta.stream_opened_at);
   return { ...scenario, opened, closed: opened + Number(scenario.meta.stream_closed_t) };
+}
+
+/** The recording split right after the job's registration: a gate starts once the job exists. */
+export function splitAfterRegistration(lines: readonly RecordedLine[]): [RecordedLine[], RecordedLine[]] {
+  const data = lines.filter((line) => !isHeartbeatLine(line));
+  const at = data.findIndex((line) => line.raw.includes('"JobRegistered"') && line.raw.includes('"Topic":"Job"'));
+  const t = data[at]!.t;
+  return [data.slice(0, at + 1), data.slice(at + 1).map((line) => ({ ...line, t: line.t - t }))];
 }

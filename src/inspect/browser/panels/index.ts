@@ -1,0 +1,6 @@
+/** The side column's panels, in order. Add a panel here (see panel.ts). */
+import { evaluationsPanel, execSessionsPanel, problemsPanel } from './children.js';
+import { deploymentsPanel } from './deployments.js';
+import type { SidePanel } from './panel.js';
+
+export const SIDE_PANELS: readonly SidePanel[] = [deploymentsPanel, evaluationsPanel, execSessionsPanel, problemsPanel];
