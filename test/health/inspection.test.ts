@@ -42,7 +42,7 @@ test('the registry announces an allocation and its steps as an actor of the heal
   const actor = createActor(allocationHealthMachine, { input: { policy: policy(), now: T0, watchingSince: undefined }, inspect: (event) => fromActor.push(event) });
   actor.start();
   const sent: AllocationHealthEvent[] = [
-    { type: 'observe', view: first, checks: [], now: T0 },
+    { type: 'observe', view: first, now: T0 },
     { type: 'observe', view: started, now: T0 + 100 },
     // The timer the registry armed at min_healthy_time after the start.
     { type: 'observe', now: T0 + 2_080 },

@@ -43,6 +43,8 @@ async function populate(inspected: Inspected): Promise<PageFixture> {
     }),
   );
   const web = cluster.placeAllocations('web').map((alloc) => alloc.ID);
+  // Its client has them at once: Nomad watches an allocation from then.
+  for (const id of web) cluster.receiveAllocation(id);
   await at(400);
   for (const id of web) cluster.startTask(id, 'server');
   await at(900);
@@ -62,11 +64,13 @@ async function populate(inspected: Inspected): Promise<PageFixture> {
     }),
   );
   const [api] = cluster.placeAllocations('api');
+  cluster.receiveAllocation(api!.ID);
   await at(4_000);
   cluster.startTask(api!.ID, 'api');
 
   cluster.registerJob(serviceJob(HOSTILE_JOB, { TaskGroups: [{ Name: 'g<b>', Count: 1, Tasks: [task('"><script>alert(2)</script>')] }] }));
   const [hostile] = cluster.placeAllocations(HOSTILE_JOB);
+  cluster.receiveAllocation(hostile!.ID);
 
   cluster.registerJob(serviceJob('batch-report', { TaskGroups: [{ Name: 'report', Count: 1, Tasks: [task('report')] }] }));
   const { evaluation } = cluster.failPlacement('batch-report', { group: 'report', dimension: 'memory' });

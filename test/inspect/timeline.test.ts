@@ -20,6 +20,8 @@ async function restartThenHealthy(inspected: Inspected): Promise<string> {
   cluster.registerJob(serviceJob('web', { TaskGroups: [{ Name: 'app', Count: 1, Tasks: tasks }] }));
   const [alloc] = cluster.placeAllocations('web');
   const id = alloc!.ID;
+  // Its client has it at once: Nomad watches an allocation from then.
+  cluster.receiveAllocation(id);
   await driveTo(inspected.clock, START + 500);
   cluster.startTask(id, 'main');
   await driveTo(inspected.clock, START + 700);
@@ -81,6 +83,7 @@ test('a page following an allocation gets its timeline at once and after each ch
     const { cluster } = inspected.fake;
     cluster.registerJob(serviceJob('web', { TaskGroups: [{ Name: 'app', Count: 2, Tasks: [{ Name: 'main', Driver: 'raw_exec', Config: { command: '/bin/sh' } }] }] }));
     const [first, second] = cluster.placeAllocations('web');
+    for (const alloc of [first!, second!]) cluster.receiveAllocation(alloc.ID);
     await driveTo(inspected.clock, START + 300);
     const timelines = (): (TimelineInfo | null)[] => live.messages.filter((m) => m.type === 'timeline').map((m) => (m as unknown as TimelineMessage).timeline);
 

@@ -12,7 +12,7 @@ import { checkViewsFromResults } from '../../src/nomadChecks/checkResults.js';
 import { NomadCheckPoller } from '../../src/nomadChecks/checkPoller.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { checkedJob, type ServiceSpec } from '../consul/harness.js';
-import { driveTo, flush, startHarness, type Harness } from '../supervisor/support/harness.js';
+import { SETTLE_MS, driveTo, flush, startHarness, type Harness } from '../supervisor/support/harness.js';
 
 const START = Date.UTC(2026, 11, 1, 9);
 
@@ -77,7 +77,7 @@ describe("Nomad's own checks read from GET /v1/allocation/:id/checks", () => {
       w.fake.checks.set(pending, { task: 'main', service: 'web', check: 'alive' }, { status: 'success' });
       await driveTo(w.clock, START + 19_000);
       expect(w.verdicts).toEqual([]);
-      await driveTo(w.clock, START + 21_000);
+      await driveTo(w.clock, START + 21_000 + SETTLE_MS);
       for (const alloc of [failing, pending]) {
         expect(outcomeOf(w, alloc)).toEqual(expect.objectContaining({ healthy: false, reasons: { main: expect.any(String) } }));
       }

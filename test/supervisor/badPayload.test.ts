@@ -26,7 +26,8 @@ async function follow(name: string, rewriteLine: LineRewrite) {
   const harness = await startHarness(scenario.opened, { logger }, (fake) =>
     fake.server.on('request', (req: { url?: string }) => {
       if (req.url?.startsWith('/v1/event/stream')) streamRequests++;
-      if (req.url?.startsWith('/v1/allocations')) listings++;
+      // The listings of allocations, not the supervisor's freshness reads (a prefix that matches none).
+      if (req.url?.startsWith('/v1/allocations') && !req.url.includes('prefix=')) listings++;
     }),
   );
   harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario), rewriteLine });
@@ -92,6 +93,8 @@ describe('the supervisor over a stream with a corrupt batch', () => {
     const harness = await startHarness(Date.UTC(2026, 10, 29, 18), {}, (fake) => {
       fake.cluster.registerJob(serviceJob('web'));
       ids = fake.cluster.placeAllocations('web').map((allocation) => String(allocation.ID));
+      // Their client has them (Nomad watches an allocation from then).
+      for (const id of ids) fake.cluster.receiveAllocation(id);
       const deep = `{"ID":"${ids[0]}","Deep":${'{"a":'.repeat(5_000)}{"Time":1795971902180095019}${'}'.repeat(5_000)}}`;
       fake.faults.failRequests({ status: 200, body: deep, path: `/v1/allocation/${ids[0]}`, times: Infinity });
     });

@@ -79,7 +79,7 @@ function scriptCluster(fake: FakeNomad): () => void {
 
 function verdictKey(record: VerdictRecord): string {
   const { outcome } = record;
-  const what = !('healthy' in outcome) ? JSON.stringify(outcome) : outcome.healthy ? 'healthy' : `unhealthy ${JSON.stringify(outcome.reasons)}`;
+  const what = 'stopped' in outcome ? 'stopped' : 'undetermined' in outcome ? 'undetermined' : outcome.healthy ? 'healthy' : `unhealthy ${JSON.stringify(outcome.reasons)}`;
   return `${record.alloc.namespace}/${record.alloc.allocId} ${what} at ${outcome.at}`;
 }
 
