@@ -29,6 +29,7 @@ import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from 
 import { matchRoute } from './nomad/routes.js';
 import { requestToken, sendJson, sendText, type FakeNomadVersion } from './nomad/wire.js';
 import { FakeNomadChecks } from './nomad/checks.js';
+import { ServerActivity } from './quiet.js';
 import { errorMessage } from '../errorMessage.js';
 
 export interface FakeNomadTlsOptions {
@@ -81,6 +82,8 @@ export class FakeNomad {
   readonly checks: FakeNomadChecks;
   readonly faults = new FaultSwitches();
   readonly broker: EventBroker;
+  /** Requests received and bytes written: with a client's WireTally, tells when both sides are quiet (quiet.ts). */
+  readonly activity = new ServerActivity();
   private readonly sockets = new Set<Socket>();
   private readonly streams = new Set<EventStreamSession>();
   private readonly replays = new Set<ReplayHandle>();
@@ -184,11 +187,13 @@ export class FakeNomad {
       socket.destroy();
       return;
     }
+    this.activity.watch(socket);
     this.sockets.add(socket);
     socket.on('close', () => this.sockets.delete(socket));
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
+    this.activity.requests++;
     this.route(req, res).catch((error: unknown) => {
       if (res.headersSent) {
         res.destroy();

@@ -10,6 +10,7 @@ import type { Supervisor } from '../../../src/supervisor/supervisor.js';
 import type { StateChange, SupervisorProblem, VerdictRecord } from '../../../src/supervisor/types.js';
 import { FakeNomad, type FakeNomadOptions } from '../../../src/testing/fakeNomad.js';
 import { isHeartbeatLine, readScenario, type RecordedLine, type Scenario } from '../../../src/testing/recording.js';
+import { QuietDriver, WireTally } from '../../../src/testing/quiet.js';
 
 export const SCENARIOS = join(__dirname, '..', '..', 'fixtures', 'nomad-1.1.2', 'scenarios');
 
@@ -32,8 +33,16 @@ export const SETTLE_MS = 1_000;
 /** Lets sockets and promises run between clock steps; virtual time stands still meanwhile. */
 export const flush = (): Promise<void> => settle(20);
 
-/** Moves the clock to `until` in steps, letting I/O run between them. */
+/** Quiet drivers of the harnesses' clocks: driveTo moves their time only once their sockets are quiet. */
+const drivers = new WeakMap<VirtualClock, QuietDriver>();
+
+/**
+ * Moves the clock to `until`: from one due timer to the next once the harness's parts are quiet
+ * (a clock of startHarness), else in steps that let I/O run between them.
+ */
 export async function driveTo(clock: VirtualClock, until: number, stepMs = 250): Promise<void> {
+  const driver = drivers.get(clock);
+  if (driver !== undefined) return driver.advanceTo(until);
   while (clock.now() < until) {
     await flush();
     const due = clock.nextDue();
@@ -56,9 +65,11 @@ export async function startHarness(
   const clock = new VirtualClock({ start });
   const fake = await FakeNomad.start({ ...fakeOptions, clock });
   prepare?.(fake);
-  // Without gzip every reply is plain socket I/O, which `flush` lets through; gunzip runs on libuv's
-  // thread pool and could finish after virtual time has moved on.
-  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false });
+  const tally = new WireTally();
+  drivers.set(clock, new QuietDriver(clock, { probes: [fake.activity, tally], arrived: () => tally.sent - tally.failed === fake.activity.requests }));
+  // Without gzip every reply is plain socket I/O; gunzip runs on libuv's thread pool and could
+  // finish after virtual time has moved on.
+  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false, wire: tally.layer });
   const supervisor = createSupervisor({ nomad, clock, ...(typeof options === 'function' ? options(clock) : options) });
   const verdicts: VerdictRecord[] = [];
   const changes: StateChange[] = [];
