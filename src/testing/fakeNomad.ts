@@ -158,6 +158,17 @@ export class FakeNomad {
     for (const stream of [...this.streams]) stream.end();
   }
 
+  /**
+   * A server restart (or a leader change): every connection is dropped and the event buffer starts
+   * empty, so a client resuming from its last index is replayed nothing it missed; the cluster's
+   * state (what the API serves) is kept, as Nomad keeps it in raft.
+   */
+  restart(): void {
+    this.broker.forget();
+    for (const stream of [...this.streams]) stream.destroy();
+    for (const socket of this.sockets) socket.destroy();
+  }
+
   /** Closes every socket, ends streams, stops replays, kills exec'd commands and clears the fake's timers. */
   async close(): Promise<void> {
     for (const replay of [...this.replays]) replay.stop();

@@ -91,6 +91,11 @@ export class EventBroker {
     return () => this.listeners.delete(listener);
   }
 
+  /** Drops every buffered batch: a new leader's buffer starts empty (see FakeNomad.restart). */
+  forget(): void {
+    this.buffer.length = 0;
+  }
+
   /** Buffered batches, oldest first. */
   buffered(): readonly EventBatch[] {
     return this.buffer;
