@@ -287,7 +287,10 @@ export const environmentMachine = setup({
                 { guard: 'needsRunners', actions: 'spawnRunners' },
               ],
             },
-            backingOff: { after: { backoff: { target: 'ready', actions: 'startProbing' } } },
+            backingOff: {
+              always: { guard: 'surplus', actions: 'retireSurplus' },
+              after: { backoff: { target: 'ready', actions: 'startProbing' } },
+            },
           },
         },
       },
