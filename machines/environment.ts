@@ -164,6 +164,7 @@ export const environmentMachine = setup({
         provisioning: without(context.provisioning, runnerId),
         used: without(context.used, runnerId),
         failures: context.failures + (event.failed ? 1 : 0),
+        lastError: event.failed ? `runner ${runnerId}: ${event.reason}` : context.lastError,
       };
     }),
     startProbing: assign({ probing: true }),

@@ -111,7 +111,12 @@ export const runnerMachine = setup({
     reportIdle: sendParent(({ context }) => ({ type: 'RUNNER.IDLE', runnerId: context.runnerId, startupMs: context.startupMs ?? 0 })),
     reportStarting: sendParent(({ context }) => ({ type: 'RUNNER.STARTING', runnerId: context.runnerId })),
     reportDestroyed: sendParent(({ context }) => ({ type: 'RUNNER.DESTROYED', runnerId: context.runnerId })),
-    reportStopping: sendParent(({ context }) => ({ type: 'RUNNER.STOPPING', runnerId: context.runnerId, failed: context.stopReason?.failure === true })),
+    reportStopping: sendParent(({ context }) => ({
+      type: 'RUNNER.STOPPING',
+      runnerId: context.runnerId,
+      failed: context.stopReason?.failure === true,
+      reason: context.stopReason?.message ?? 'stopped',
+    })),
     // The runner's executions end with it (src/runners holds them; the machine says when and why).
     endExecutions: ({ context }) => {
       if (context.stopReason) context.io.endExecutions(context.runnerId, context.stopReason);

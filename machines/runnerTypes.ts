@@ -118,7 +118,8 @@ export type RunnerEvent =
 export type RunnerReport =
   | { type: 'RUNNER.IDLE'; runnerId: string; startupMs: number }
   | { type: 'RUNNER.STARTING'; runnerId: string }
-  | { type: 'RUNNER.STOPPING'; runnerId: string; failed: boolean }
+  /** `failed`: it never ran (placement or allocation failure), `reason` says why. */
+  | { type: 'RUNNER.STOPPING'; runnerId: string; failed: boolean; reason: string }
   /** Its job is purged: the runner is done. */
   | { type: 'RUNNER.DESTROYED'; runnerId: string };
 

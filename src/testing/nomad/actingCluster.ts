@@ -10,7 +10,8 @@
  *   when an allocation failure is injected (Terminated, Not Restarting: failed);
  * - an allocation told to stop is killed after `stopDelayMs` (Killing, Terminated, Killed: complete);
  * - `lose(allocId)` plays a node going down: the allocation is lost and a replacement placed;
- * - the allocations and evaluations of a purged job are garbage-collected `gcAfterMs` after they end.
+ * - the allocations and evaluations of a purged job are garbage-collected `gcAfterMs` after they end;
+ * - dynamic ports get host ports (20000 up, on 127.0.0.1) in AllocatedResources.Shared.Ports.
  * Scripting the cluster by hand still works beside it; without `acting`, nothing happens by itself.
  */
 import { mkdirSync } from 'node:fs';
@@ -88,6 +89,7 @@ export class ActingCluster {
   private readonly placementFailures: Armed<PlacementFailure>[] = [];
   private readonly allocationFailures: Armed<AllocationFailure>[] = [];
   private readonly unlisten: () => void;
+  private nextPort = 20_000;
   private readonly delays: Required<Omit<ActingClusterOptions, 'allocRoot'>>;
 
   constructor(
@@ -228,9 +230,26 @@ export class ActingCluster {
     if (failure !== undefined) {
       this.cluster.failPlacement(jobId, { namespace, group: name, evalId, ...(failure.dimension === undefined ? {} : { dimension: failure.dimension }) });
     } else {
-      this.cluster.placeAllocations(jobId, { namespace, group: name, evalId, count: place, stop });
+      this.cluster.batch(() => {
+        const placed = this.cluster.placeAllocations(jobId, { namespace, group: name, evalId, count: place, stop });
+        for (const alloc of placed) this.assignPorts(alloc.ID, group);
+      });
     }
     return true;
+  }
+
+  /** The scheduler picks host ports for the group's dynamic ports (from 20000 up on the fake's one node, IP 127.0.0.1). */
+  private assignPorts(allocId: string, group: JsonObject): void {
+    const networks = (group.Networks as JsonObject[] | null) ?? [];
+    const ports = networks.flatMap((network) =>
+      [...((network.ReservedPorts as JsonObject[] | null) ?? []), ...((network.DynamicPorts as JsonObject[] | null) ?? [])].map((port) => ({
+        Label: port.Label, Value: Number(port.Value ?? 0) || this.nextPort++, To: Number(port.To ?? 0), HostIP: '127.0.0.1',
+      })),
+    );
+    if (ports.length === 0) return;
+    const resources = this.cluster.allocation(allocId)?.AllocatedResources as JsonObject | undefined;
+    const shared = { ...(resources?.Shared as JsonObject | undefined), Ports: ports };
+    this.cluster.patchAllocation(allocId, { AllocatedResources: { ...resources, Shared: shared } }, 'PlanResult');
   }
 
   private receive(allocId: string): void {
