@@ -9,6 +9,7 @@ import { FakeNomad } from '../testing/fakeNomad.js';
 import { portNumber, positiveNumber } from './argumentParsers.js';
 import { interruptSignal, useColor } from './commandIo.js';
 import { packageRootOf } from './packageRoot.js';
+import { runPoolDemo } from './poolDemo.js';
 import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
 import type { StreamEvent } from '../testing/nomad/eventBroker.js';
@@ -133,6 +134,7 @@ export async function runDemo(io: DemoIo): Promise<void> {
       io.write(`  ${paint(demo.blurb, 'dim', style)}`);
       await followScenario(scenario);
     }
+    await runPoolDemo({ clock, write: io.write, style, ...(inspector ? { model: inspector.model } : {}) });
     io.write('');
     io.write(`${paint('Done.', 'bold', style)} On a cluster of yours: ${paint('warden watch', 'note', style)} follows every allocation,`);
     io.write(`${paint('warden gate <job>', 'note', style)} waits for a deployment (exit 0 healthy, 1 not, 2 Nomad unreachable, 3 canaries awaiting promotion).`);
