@@ -17,8 +17,9 @@ export interface EnvironmentIo extends RunnerIo {
  *
  *   live ─┬─ template: registering ──► registered ⇄ updating          (UPDATE: the template written again)
  *         └─ pool:     ready ⟲ spawn runners up to prewarmingPoolSize, retire the surplus
- *                        │  ▲ after the back-off (then one runner at a time until one runs)
- *                        ▼  │
+ *                        │  ▲ ▲
+ *                        │  │ └─ refilling ◄── CLAIM (the replacement comes just after the claim's step)
+ *                        ▼  │ after the back-off (then one runner at a time until one runs)
  *                      backingOff  ◄── a runner that failed to be placed or to start
  *      │ DELETE                      CLAIM: the first idle runner, at once, in the same step
  *      ▼
@@ -27,7 +28,7 @@ export interface EnvironmentIo extends RunnerIo {
  *
  * The pool counts runners as provisioning (registered, not running yet), idle and used; it never
  * has more than prewarmingPoolSize idle + provisioning, and whenever it has fewer a runner is on
- * its way or a back-off timer is running. A template update replaces the idle and provisioning
+ * its way, a refill is due or a back-off timer is running. A template update replaces the idle and provisioning
  * runners of an older template (used ones are left alone). Writing Nomad is done by the `io` the
  * input gives (src/runners), runner IDs come from it too: the machine itself does no I/O.
  */
@@ -245,7 +246,6 @@ export const environmentMachine = setup({
     live: {
       type: 'parallel',
       on: {
-        CLAIM: [{ guard: 'hasIdle', actions: 'claimIdle' }, { actions: 'refuseClaim' }],
         'RUNNER.IDLE': { actions: 'markIdle' },
         'RUNNER.STARTING': { actions: 'markStarting' },
         'RUNNER.STOPPING': [
@@ -287,10 +287,17 @@ export const environmentMachine = setup({
                 { guard: 'surplus', actions: 'retireSurplus' },
                 { guard: 'needsRunners', actions: 'spawnRunners' },
               ],
+              on: { CLAIM: [{ guard: 'hasIdle', target: 'refilling', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
+            },
+            // A claim's replacement is made just after its step: the claim itself stays a lookup.
+            refilling: {
+              after: { 0: 'ready' },
+              on: { CLAIM: [{ guard: 'hasIdle', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
             },
             backingOff: {
               always: { guard: 'surplus', actions: 'retireSurplus' },
               after: { backoff: { target: 'ready', actions: 'startProbing' } },
+              on: { CLAIM: [{ guard: 'hasIdle', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
             },
           },
         },

@@ -81,6 +81,8 @@ export const runnerMachine = setup({
       return allocation !== undefined && concernsCurrent(context, allocation) && allocation.status !== 'running';
     },
     unbounded: ({ context }) => context.timeoutMs <= 0,
+    knownRunning: ({ context }) => context.allocation?.status === 'running',
+    knownEnded: ({ context }) => context.allocation?.status === 'ended',
     // Recovered used with a readable timeout in its meta: nothing to write again.
     markedBeforeRecovery: ({ context }) => context.recovered === 'used' && context.markedOnRecovery,
   },
@@ -130,8 +132,8 @@ export const runnerMachine = setup({
       const gone = allocation.status === 'ended' ? (allocation.reason ?? 'the allocation ended') : 'the allocation restarted, losing its state';
       enqueue.assign({ allocation, stopReason: { kind: 'allocation-ended', message: gone, failure: false } });
     }),
-    failForAllocation: enqueueActions(({ enqueue, event }) => {
-      const allocation = updated(event);
+    failForAllocation: enqueueActions(({ context, enqueue, event }) => {
+      const allocation = updated(event) ?? context.allocation;
       if (allocation) enqueue.assign({ allocation, stopReason: { kind: 'allocation-failed', message: allocation.reason ?? 'the allocation ended before it ran', failure: true } });
     }),
     failPlacement: assign({ stopReason: ({ event }) => ({ kind: 'placement-failed' as const, message: errorText(event), failure: true }) }),
@@ -186,10 +188,21 @@ export const runnerMachine = setup({
       on: {
         RETIRE: { actions: 'requestRetire' },
         DESTROY: { actions: 'requestRetire' },
-        'ALLOCATION.UPDATED': { guard: 'isCurrent', actions: ['recordAllocation', 'recordPending'] },
+        // An allocation of the job proves the registration landed: no need to wait for its evaluation.
+        'ALLOCATION.UPDATED': [
+          { guard: 'retireRequested', target: 'stopping', actions: ['recordAllocation', 'stopRetiredWhileRegistering'] },
+          { guard: 'runs', target: 'idle', actions: 'recordRunning' },
+          { guard: 'ended', target: 'stopping', actions: 'failForAllocation' },
+          { guard: 'isCurrent', actions: ['recordAllocation', 'recordPending'] },
+        ],
       },
     },
     starting: {
+      // The allocation may have run (or ended) while the registration's evaluation was followed.
+      always: [
+        { guard: 'knownRunning', target: 'idle', actions: 'recordRunning' },
+        { guard: 'knownEnded', target: 'stopping', actions: 'failForAllocation' },
+      ],
       on: {
         'ALLOCATION.UPDATED': [
           { guard: 'runs', target: 'idle', actions: 'recordRunning' },

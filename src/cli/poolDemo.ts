@@ -4,10 +4,14 @@
  * created in Poseidon's layout; one runner is claimed at once from the pool, runs a command (a real
  * process in the runner's own directory), has a file written and listed; then it is left alone
  * until its inactivity timeout destroys it, and the pool is shown refilling.
+ *
+ * Its cluster and supervisor run on a clock of their own that follows the demo's clock only while
+ * the demo waits for the cluster: a command's real run time never counts as the runner's
+ * inactivity, however fast the demo's clock goes.
  */
 import { tmpdir } from 'node:os';
 import type { Readable } from 'node:stream';
-import type { Clock } from '../clock/index.js';
+import { VirtualClock, settle, type Clock } from '../clock/index.js';
 import type { InspectionModel } from '../inspect/model.js';
 import { NomadClient } from '../nomad/client.js';
 import { createRunnerPools, type RunnerPools } from '../runners/pools.js';
@@ -34,20 +38,33 @@ async function text(stream: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** Resolves once `done()` holds, checked at every change of the pools. */
-function when(pools: RunnerPools, done: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (done()) return resolve();
-    const subscription = pools.changes$.subscribe(() => {
-      if (!done()) return;
-      subscription.unsubscribe();
-      resolve();
-    });
+/** The demo's own clock, moved by as much as the demo's clock moves while `done()` does not hold. */
+async function follow(outer: Clock, own: VirtualClock, done: () => boolean): Promise<void> {
+  let last = outer.now();
+  while (!done()) {
+    await new Promise<void>((resolve) => outer.setTimeout(resolve, 50));
+    const now = outer.now();
+    own.advance(Math.max(0, now - last));
+    last = now;
+    await settle(5);
+  }
+}
+
+/** Resolves `promise`, the demo's own clock following the demo's meanwhile. */
+async function following<T>(outer: Clock, own: VirtualClock, promise: Promise<T>): Promise<T> {
+  let finished = false;
+  const watched = promise.finally(() => {
+    finished = true;
   });
+  watched.catch(() => undefined);
+  await follow(outer, own, () => finished);
+  return watched;
 }
 
 export async function runPoolDemo(io: PoolDemoIo): Promise<void> {
-  const { clock, style } = io;
+  const { style } = io;
+  const clock = new VirtualClock({ start: io.clock.now() });
+  const when = (done: () => boolean): Promise<void> => follow(io.clock, clock, done);
   const say = (line: string): void => io.write(`  ${line}`);
   // A HOME of its own: the runners' shells do not read this machine's start-up files.
   const fake = await FakeNomad.start({ clock, acting: true, exec: { env: { HOME: tmpdir() } } });
@@ -67,10 +84,10 @@ export async function runPoolDemo(io: PoolDemoIo): Promise<void> {
   try {
     io.write('');
     io.write(`${paint('▶ Runner pools: warm runners for a code-execution service', 'bold', style)}  ${paint(`(Poseidon's layout, on a FakeNomad at ${fake.address} acting as a cluster)`, 'dim', style)}`);
-    await pools.ready;
-    await pools.putEnvironment({ id: ENVIRONMENT, prewarmingPoolSize: POOL_SIZE, driver: 'raw_exec' });
+    await following(io.clock, clock, pools.ready);
+    await following(io.clock, clock, pools.putEnvironment({ id: ENVIRONMENT, prewarmingPoolSize: POOL_SIZE, driver: 'raw_exec' }));
     say(`environment ${ENVIRONMENT} registered as job template-${ENVIRONMENT}; its runners are jobs ${ENVIRONMENT}-<uuid>`);
-    await when(pools, () => pools.environment(ENVIRONMENT)?.idleRunners === POOL_SIZE);
+    await when(() => pools.environment(ENVIRONMENT)?.idleRunners === POOL_SIZE);
 
     const runner = pools.claim(ENVIRONMENT, { inactivityTimeoutS: INACTIVITY_S });
     say(`claimed ${paint(runner.id, 'note', style)} at once from the warm pool (marked used in its job's meta behind the scenes; inactivity timeout ${INACTIVITY_S} s)`);
@@ -92,9 +109,9 @@ export async function runPoolDemo(io: PoolDemoIo): Promise<void> {
     }
 
     say(`left alone: in ${INACTIVITY_S} s of inactivity the runner is destroyed and its job purged`);
-    await when(pools, () => runner.state === 'destroyed');
+    await when(() => runner.state === 'destroyed');
     say(`${paint(runner.id, 'note', style)} destroyed: runner inactivity timeout exceeded`);
-    await when(pools, () => pools.environment(ENVIRONMENT)?.idleRunners === POOL_SIZE && pools.environment(ENVIRONMENT)?.usedRunners === 0);
+    await when(() => pools.environment(ENVIRONMENT)?.idleRunners === POOL_SIZE && pools.environment(ENVIRONMENT)?.usedRunners === 0);
     say(`the pool is full again: ${POOL_SIZE} idle runners, ready to be claimed`);
   } finally {
     subscription.unsubscribe();

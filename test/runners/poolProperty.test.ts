@@ -6,7 +6,7 @@
  * - no runner is ever handed to two claims;
  * - never over-provisioned: idle + provisioning ≤ prewarmingPoolSize;
  * - never under-provisioned: whenever idle + provisioning < prewarmingPoolSize, the pool is
- *   backing off after failures, or probing with one runner on its way;
+ *   refilling right after a claim, backing off after failures, or probing with a runner on its way;
  * - the environment's lists agree with its runners' own states;
  * and, once failures stop and time passes, the pool is full and nothing of a gone runner is left
  * on the simulated cluster.
@@ -166,8 +166,9 @@ async function runScenario(script: readonly Step[]): Promise<void> {
     expect({ where, over: supply > poolSize }).toEqual({ where, over: false });
     if (context.templateReady && supply < poolSize) {
       const backingOff = snapshot.matches({ live: { pool: 'backingOff' } });
-      const probing = context.probing && context.provisioning.length === 1;
-      expect({ where, under: !(backingOff || probing) }).toEqual({ where, under: false });
+      const probing = context.probing && context.provisioning.length >= 1;
+      const refilling = snapshot.matches({ live: { pool: 'refilling' } });
+      expect({ where, under: !(backingOff || probing || refilling) }).toEqual({ where, under: false });
     }
     for (const id of context.idle) expect({ where, id, state: runner(id)?.getSnapshot().value }).toEqual({ where, id, state: 'idle' });
     for (const id of context.provisioning) expect({ where, id, state: ['registering', 'starting', 'init'].includes(String(runner(id)?.getSnapshot().value)) }).toEqual({ where, id, state: true });
