@@ -14,7 +14,7 @@ import type { Readable } from 'node:stream';
 import { VirtualClock, settle, type Clock } from '../clock/index.js';
 import type { InspectionModel } from '../inspect/model.js';
 import { NomadClient } from '../nomad/client.js';
-import { createRunnerPools, type RunnerPools } from '../runners/pools.js';
+import { createRunnerPools } from '../runners/pools.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { paint, type DescribeOptions } from '../supervisor/describe.js';
 import { FakeNomad } from '../testing/fakeNomad.js';
