@@ -1,6 +1,6 @@
 import { assign, enqueueActions, fromPromise, setup, stopChild, type ActorRefFrom } from 'xstate';
 import type { ResolvedEnvironmentSpec } from '../src/runners/poseidonFormat.js';
-import { runnerActorId, runnerMachine } from './runner.js';
+import { errorText, runnerActorId, runnerMachine } from './runner.js';
 import type { RunnerInput, RunnerIo, RunnerReport } from './runnerTypes.js';
 
 /** The runners' I/O and the template job's writes (src/runners). */
@@ -91,11 +91,6 @@ const without = (ids: readonly string[], id: string): string[] => ids.filter((ot
 
 function deficit(context: EnvironmentContext): number {
   return context.spec.prewarmingPoolSize - context.idle.length - context.provisioning.length;
-}
-
-function errorText(event: unknown): string {
-  const error = (event as { error?: unknown }).error;
-  return error instanceof Error ? error.message : String(error);
 }
 
 export const environmentMachine = setup({

@@ -39,11 +39,10 @@ function concernsCurrent(context: RunnerContext, allocation: RunnerAllocation): 
 const updated = (event: RunnerEvent): RunnerAllocation | undefined => (event.type === 'ALLOCATION.UPDATED' ? event.allocation : undefined);
 
 /** The message of an invoked actor's error event. */
-function errorText(event: unknown): string {
+export function errorText(event: unknown): string {
   const error = (event as { error?: unknown }).error;
   return error instanceof Error ? error.message : String(error);
 }
-
 
 export const runnerMachine = setup({
   types: {

@@ -10,11 +10,11 @@
  * inactivity, however fast the demo's clock goes.
  */
 import { tmpdir } from 'node:os';
-import type { Readable } from 'node:stream';
 import { VirtualClock, settle, type Clock } from '../clock/index.js';
 import type { InspectionModel } from '../inspect/model.js';
 import { NomadClient } from '../nomad/client.js';
 import { createRunnerPools } from '../runners/pools.js';
+import { streamText } from '../runners/runner.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { paint, type DescribeOptions } from '../supervisor/describe.js';
 import { FakeNomad } from '../testing/fakeNomad.js';
@@ -31,12 +31,6 @@ export interface PoolDemoIo {
 const ENVIRONMENT = 1;
 const POOL_SIZE = 3;
 const INACTIVITY_S = 10;
-
-async function text(stream: Readable): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
 
 /** The demo's own clock, moved by as much as the demo's clock moves while `done()` does not hold. */
 async function follow(outer: Clock, own: VirtualClock, done: () => boolean): Promise<void> {
@@ -95,7 +89,7 @@ export async function runPoolDemo(io: PoolDemoIo): Promise<void> {
     const command = 'echo "hello from $PWD"; uname -s';
     try {
       const execution = runner.execute({ command, privileged: true, timeLimitS: 10 });
-      const [stdout, outcome] = await Promise.all([text(execution.stdout), execution.outcome]);
+      const [stdout, outcome] = await Promise.all([streamText(execution.stdout), execution.outcome]);
       say(`$ ${command}`);
       for (const line of stdout.trimEnd().split('\n')) say(`  ${line}`);
       say(paint(outcome.status === 'exited' ? `exit code ${outcome.exitCode}` : `ended: ${outcome.status}`, 'dim', style));

@@ -82,7 +82,8 @@ interface Completed {
   stderr: string;
 }
 
-async function text(stream: Readable): Promise<string> {
+/** A stream's whole text (an execution's output, for one). */
+export async function streamText(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
@@ -135,7 +136,7 @@ export class Runner {
     const execution = this.start('files.read', { command: readCommand(path), privileged: options.privileged === true });
     const content = new FileContentStream();
     execution.stdout.pipe(content);
-    const stderr = text(execution.stderr);
+    const stderr = streamText(execution.stderr);
     const failed = execution.outcome.then(async (outcome) => {
       const exitCode = outcome.status === 'exited' ? outcome.exitCode : -1;
       throw new RunnerFileNotFoundError(`file not found or insufficient permissions: ${path}`, exitCode, await stderr);
@@ -195,7 +196,7 @@ export class Runner {
 
   private async complete(kind: string, options: ExecuteOptions): Promise<Completed> {
     const execution = this.start(kind, options);
-    const [stdout, stderr, outcome] = await Promise.all([text(execution.stdout), text(execution.stderr), execution.outcome]);
+    const [stdout, stderr, outcome] = await Promise.all([streamText(execution.stdout), streamText(execution.stderr), execution.outcome]);
     return { exitCode: exitCodeOf(outcome, this.id), stdout, stderr };
   }
 }

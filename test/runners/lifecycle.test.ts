@@ -4,13 +4,7 @@
  * replaced, executions that hit their time limit or the runner's inactivity timeout, port mappings.
  */
 import { PlacementFailedError } from '../../src/runners/errors.js';
-import { startPoolHarness, type PoolHarness } from './support/poolHarness.js';
-
-const collect = async (stream: NodeJS.ReadableStream): Promise<string> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString();
-};
+import { collect, startPoolHarness, type PoolHarness } from './support/poolHarness.js';
 
 describe('environment and runner lifecycles', () => {
   let h: PoolHarness;

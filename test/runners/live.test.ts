@@ -11,13 +11,8 @@ import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { checkEnvironmentSpec, runnerJob, templateJob } from '../../src/runners/poseidonFormat.js';
 import { describeLive, liveClient } from '../cli/support/liveNomad.js';
+import { collect } from './support/poolHarness.js';
 import { useFake } from '../testing/helpers.js';
-
-const collect = async (stream: NodeJS.ReadableStream): Promise<string> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString();
-};
 
 function until(pools: RunnerPools, done: () => boolean): Promise<void> {
   return new Promise((resolve) => {

@@ -6,13 +6,7 @@
  */
 import type { Job } from '../../src/nomad/types.js';
 import { NoIdleRunnerError, UnknownEnvironmentError } from '../../src/runners/errors.js';
-import { startPoolHarness, type PoolHarness } from './support/poolHarness.js';
-
-const collect = async (stream: NodeJS.ReadableStream): Promise<string> => {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString();
-};
+import { collect, startPoolHarness, type PoolHarness } from './support/poolHarness.js';
 
 describe('runner pools over FakeNomad', () => {
   let h: PoolHarness;

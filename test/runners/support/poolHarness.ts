@@ -17,6 +17,9 @@ export const SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-gr
 
 export const START = Date.UTC(2026, 11, 1, 9);
 
+/** A stream's whole text. */
+export { streamText as collect } from '../../../src/runners/runner.js';
+
 export interface PoolHarness {
   clock: VirtualClock;
   fake: FakeNomad;
