@@ -108,8 +108,13 @@ async function claimLatency(pools: RunnerPools): Promise<Record<string, number>>
   };
 }
 
-/** Each runner's `running` update: when the fake published it, when a bare reader got it, when its pool had it idle. */
-async function runningToClaimable(fake: FakeNomad, pools: RunnerPools, count: number): Promise<Record<string, number>> {
+/**
+ * Each runner's `running` update: when the fake published it, when a bare reader got it, when its
+ * pool had it idle. The bare reader subscribes first, to the supervisor's topics, so that the fake
+ * serves it no later than the supervisor.
+ */
+async function runningToClaimable(count: number): Promise<Record<string, number>> {
+  const fake = await FakeNomad.start({ clock: systemClock, exec: false, eventBufferSize: 1_000, acting: { scheduleDelayMs: 1, receiveDelayMs: 1, startDelayMs: 1, stopDelayMs: 1, gcAfterMs: 1_000 } });
   const published = new Map<string, number>();
   const read = new Map<string, number>();
   const idle = new Map<string, number>();
@@ -119,7 +124,8 @@ async function runningToClaimable(fake: FakeNomad, pools: RunnerPools, count: nu
       if (event.Topic === 'Allocation' && alloc?.ClientStatus === 'running' && alloc.JobID?.startsWith('2-') && !published.has(alloc.JobID)) published.set(alloc.JobID, wall());
     }
   });
-  const reader = await request(`${fake.address}/v1/event/stream?topic=Allocation&index=${fake.cluster.index + 1}`);
+  const reader = await request(`${fake.address}/v1/event/stream?topic=Job&topic=Evaluation&topic=Allocation&topic=Deployment&index=${fake.cluster.index + 1}`);
+  const { supervisor, pools, nomad } = await poolsOver(fake.address);
   let buffered = '';
   reader.body.on('data', (chunk: Buffer) => {
     const now = wall();
@@ -127,9 +133,10 @@ async function runningToClaimable(fake: FakeNomad, pools: RunnerPools, count: nu
     const lines = buffered.split('\n');
     buffered = lines.pop() ?? '';
     for (const line of lines) {
-      for (const match of line.matchAll(/"ClientStatus":"running"[^]*?"JobID":"(2-[0-9a-f-]{36})"|"JobID":"(2-[0-9a-f-]{36})"[^{}]*?"ClientStatus":"running"/g)) {
-        const jobId = match[1] ?? match[2];
-        if (jobId !== undefined && !read.has(jobId)) read.set(jobId, now);
+      const frame = JSON.parse(line) as { Events?: { Topic: string; Payload: { Allocation?: { JobID?: string; ClientStatus?: string } } }[] };
+      for (const event of frame.Events ?? []) {
+        const alloc = event.Payload.Allocation;
+        if (event.Topic === 'Allocation' && alloc?.ClientStatus === 'running' && alloc.JobID?.startsWith('2-') && !read.has(alloc.JobID)) read.set(alloc.JobID, now);
       }
     }
   });
@@ -144,6 +151,9 @@ async function runningToClaimable(fake: FakeNomad, pools: RunnerPools, count: nu
   unlisten();
   reader.body.destroy();
   await pools.deleteEnvironment(2);
+  await supervisor.stop();
+  await nomad.close();
+  await fake.close();
   const ids = [...idle.keys()].filter((id) => published.has(id) && read.has(id));
   const pool = ids.map((id) => idle.get(id)! - published.get(id)!);
   const bare = ids.map((id) => read.get(id)! - published.get(id)!);
@@ -249,10 +259,10 @@ async function main(): Promise<void> {
   const fake = await FakeNomad.start({ clock: systemClock, exec: false, eventBufferSize: 1_000, acting: { scheduleDelayMs: 1, receiveDelayMs: 1, startDelayMs: 1, stopDelayMs: 1, gcAfterMs: 1_000 } });
   const local = await poolsOver(fake.address);
   const claim = await claimLatency(local.pools);
-  const claimable = await runningToClaimable(fake, local.pools, 100);
   await local.supervisor.stop();
   await local.nomad.close();
   await fake.close();
+  const claimable = await runningToClaimable(100);
   const pools = await withServer(churn);
   const bare = await withServer(bareWrites);
   console.log(JSON.stringify({
