@@ -1,4 +1,5 @@
 import { assign, enqueueActions, setup, stopChild } from 'xstate';
+import { environmentActorId, environmentMachine, type EnvironmentInput } from './environment.js';
 import { evaluationMachine } from './evaluation.js';
 import type { EvaluationView } from './evaluationOutcome.js';
 import { execSessionMachine, type ExecSessionInput } from './execSession.js';
@@ -12,6 +13,7 @@ import { execSessionMachine, type ExecSessionInput } from './execSession.js';
  *
  * The connection states mirror the event stream's, so a user (or the inspector) sees whether the
  * supervisor is live. Evaluations and exec sessions are its child actors, few and short-lived;
+ * so are the runner pools' environments (src/runners gives each its Nomad writes in its input);
  * allocation health actors are NOT children (spawning costs O(siblings) in XState): the runtime in
  * src/supervisor keeps them in a registry of root actors on the same clock.
  */
@@ -33,6 +35,8 @@ export interface SupervisorContext {
   evaluations: string[];
   /** Ids of the exec session children running now. */
   execSessions: string[];
+  /** Ids of the environment children (runner pools) alive now. */
+  environments: number[];
 }
 
 export type SupervisorEvent =
@@ -44,19 +48,23 @@ export type SupervisorEvent =
   | { type: 'EVALUATION.UPDATED'; evaluation: EvaluationView }
   | { type: 'EXEC.START'; sessionId: string; session: Omit<ExecSessionInput, 'sessionId'> }
   | { type: 'EXEC.CANCEL'; sessionId: string }
+  /** A runner pool's environment: `logic` is machines/environment.ts provided with its Nomad writes. */
+  | { type: 'ENVIRONMENT.START'; environmentId: number; input: EnvironmentInput }
   | { type: 'STOP' };
 
 const EVALUATION_PREFIX = 'evaluation:';
 const EXEC_PREFIX = 'exec:';
+const ENVIRONMENT_PREFIX = environmentActorId(0).replace(/0$/, '');
 
 /** Child ids, also their system ids: `system.get(evaluationActorId(id))` finds the actor. */
 export const evaluationActorId = (evalId: string): string => `${EVALUATION_PREFIX}${evalId}`;
 export const execActorId = (sessionId: string): string => `${EXEC_PREFIX}${sessionId}`;
 
 /** The child an actor id names (the inverse of the two above), or undefined for any other actor. */
-export function childOfActorId(actorId: string): { kind: 'evaluation' | 'exec'; id: string } | undefined {
+export function childOfActorId(actorId: string): { kind: 'evaluation' | 'exec' | 'environment'; id: string } | undefined {
   if (actorId.startsWith(EVALUATION_PREFIX)) return { kind: 'evaluation', id: actorId.slice(EVALUATION_PREFIX.length) };
   if (actorId.startsWith(EXEC_PREFIX)) return { kind: 'exec', id: actorId.slice(EXEC_PREFIX.length) };
+  if (actorId.startsWith(ENVIRONMENT_PREFIX)) return { kind: 'environment', id: actorId.slice(ENVIRONMENT_PREFIX.length) };
   return undefined;
 }
 
@@ -70,10 +78,12 @@ export const supervisorMachine = setup({
   actors: {
     evaluation: evaluationMachine,
     execSession: execSessionMachine,
+    environment: environmentMachine,
   },
   guards: {
     evaluationIsNew: ({ context, event }) => event.type === 'EVALUATION.MONITOR' && !context.evaluations.includes(event.evalId),
     execSessionIsNew: ({ context, event }) => event.type === 'EXEC.START' && !context.execSessions.includes(event.sessionId),
+    environmentIsNew: ({ context, event }) => event.type === 'ENVIRONMENT.START' && !context.environments.includes(event.environmentId),
   },
   actions: {
     recordStreaming: assign({
@@ -113,6 +123,12 @@ export const supervisorMachine = setup({
       enqueue.spawnChild('execSession', { id, systemId: id, input: { ...event.session, sessionId: event.sessionId } });
       enqueue.assign({ execSessions: [...context.execSessions, event.sessionId] });
     }),
+    spawnEnvironment: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'ENVIRONMENT.START') return;
+      const id = environmentActorId(event.environmentId);
+      enqueue.spawnChild('environment', { id, systemId: id, input: event.input });
+      enqueue.assign({ environments: [...context.environments, event.environmentId] });
+    }),
     cancelExecSession: enqueueActions(({ context, event, enqueue }) => {
       if (event.type === 'EXEC.CANCEL' && context.execSessions.includes(event.sessionId)) {
         enqueue.sendTo(execActorId(event.sessionId), { type: 'CANCEL' });
@@ -124,6 +140,7 @@ export const supervisorMachine = setup({
       const child = childOfActorId(id);
       if (child?.kind === 'evaluation') enqueue.assign({ evaluations: without(context.evaluations, child.id) });
       else if (child?.kind === 'exec') enqueue.assign({ execSessions: without(context.execSessions, child.id) });
+      else if (child?.kind === 'environment') enqueue.assign({ environments: context.environments.filter((id) => String(id) !== child.id) });
       enqueue(stopChild(id));
     }),
   },
@@ -133,6 +150,7 @@ export const supervisorMachine = setup({
     connection: { attempt: 0, lastError: undefined, retryInMs: undefined, index: 0 },
     evaluations: [],
     execSessions: [],
+    environments: [],
   },
   initial: 'running',
   states: {
@@ -147,6 +165,7 @@ export const supervisorMachine = setup({
         'EVALUATION.UPDATED': { actions: 'forwardToEvaluations' },
         'EXEC.START': { guard: 'execSessionIsNew', actions: 'spawnExecSession' },
         'EXEC.CANCEL': { actions: 'cancelExecSession' },
+        'ENVIRONMENT.START': { guard: 'environmentIsNew', actions: 'spawnEnvironment' },
         'xstate.done.actor.*': { actions: 'forgetFinishedChild' },
         // Unhandled, a child's error would end the supervisor with it.
         'xstate.error.actor.*': { actions: 'forgetFinishedChild' },

@@ -9,6 +9,7 @@ import { FakeNomad } from '../testing/fakeNomad.js';
 import { portNumber, positiveNumber } from './argumentParsers.js';
 import { interruptSignal, useColor } from './commandIo.js';
 import { packageRootOf } from './packageRoot.js';
+import { runPoolDemo } from './poolDemo.js';
 import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
 import type { StreamEvent } from '../testing/nomad/eventBroker.js';
@@ -55,6 +56,8 @@ export interface DemoIo {
   color?: boolean;
   /** Start the inspector on this port (0: any free one); undefined: no inspector. */
   inspectPort?: number;
+  /** Then show runner pools (src/cli/poolDemo.ts): real commands in runners, on the demo's clock. */
+  pools?: boolean;
   /** With the inspector on: keep it open after the last scenario until this resolves. */
   linger?: () => Promise<void>;
 }
@@ -133,6 +136,7 @@ export async function runDemo(io: DemoIo): Promise<void> {
       io.write(`  ${paint(demo.blurb, 'dim', style)}`);
       await followScenario(scenario);
     }
+    if (io.pools === true) await runPoolDemo({ clock, write: io.write, style, ...(inspector ? { model: inspector.model } : {}) });
     io.write('');
     io.write(`${paint('Done.', 'bold', style)} On a cluster of yours: ${paint('warden watch', 'note', style)} follows every allocation,`);
     io.write(`${paint('warden gate <job>', 'note', style)} waits for a deployment (exit 0 healthy, 1 not, 2 Nomad unreachable, 3 canaries awaiting promotion).`);
@@ -218,6 +222,7 @@ export function registerDemoCommand(program: Command): void {
           recordingsDir: options.recordings,
           write: (text) => process.stdout.write(`${text}\n`),
           color: useColor(process.stdout, process.env),
+          pools: true,
           ...(options.inspect ? { inspectPort: options.inspectPort, linger: untilInterrupted } : {}),
         });
       } finally {

@@ -14,6 +14,11 @@ export interface ExecutionOptions {
   removeNomadEnvironment?: boolean;
   /** Directory for the stderr fifo (with tty and separateStderr). Default /tmp. */
   fifoDirectory?: string;
+  /**
+   * Directory to run in. A leading `$NAME` is read from the task's environment before the NOMAD_*
+   * variables are removed (`$NOMAD_TASK_DIR`: the task's own directory under exec and raw_exec).
+   */
+  workingDirectory?: string;
 }
 
 export const DEFAULT_SETUSER: readonly string[] = ['/sbin/setuser', 'user'];
@@ -30,9 +35,18 @@ function shell(script: string, options: ExecutionOptions): string[] {
   return asUser(['/bin/sh', '-c', script], options);
 }
 
+/** `cd` into the directory, a leading `$NAME` expanded by the shell and the rest quoted. */
+function changeDirectory(directory: string): string {
+  const variable = /^\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))(.*)$/s.exec(directory);
+  const target = variable ? `"$${variable[1] ?? variable[2] ?? ''}"${variable[3] ? shellQuote(variable[3]) : ''}` : shellQuote(directory);
+  return `cd -- ${target} || exit 1`;
+}
+
 /** The argv to ask Nomad for: `command` wrapped as the options say (unchanged when they ask nothing). */
 export function wrapCommand(command: readonly string[], options: ExecutionOptions = {}, stderrFifo?: string): string[] {
   const steps: string[] = [];
+  // First: `$NOMAD_TASK_DIR` and the like are gone once the environment is cleaned.
+  if (options.workingDirectory !== undefined) steps.push(changeDirectory(options.workingDirectory));
   if (options.removeNomadEnvironment !== false) steps.push(UNSET_NOMAD);
   if (stderrFifo !== undefined) {
     const fifo = shellQuote(stderrFifo);

@@ -24,6 +24,7 @@ import type { SupervisedAllocation, Supervisor } from '../supervisor/supervisor.
 import type { Deployment } from '../nomad/types.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictOutcome, VerdictRecord } from '../supervisor/types.js';
 import { deploymentInfo } from './deployments.js';
+import { deletedPool, poolInfo, type InspectedPools } from './pools.js';
 import {
   INSPECTOR_SCHEMA_VERSION,
   type AllocationInfo,
@@ -35,6 +36,7 @@ import {
   type InspectorMessage,
   type InspectorSnapshot,
   type LiveMessage,
+  type PoolInfo,
   type ProblemInfo,
   type TimelineInfo,
   type TimelineResponse,
@@ -163,6 +165,7 @@ export class InspectionModel {
   private readonly evaluations: BoundedHistory<EvaluationInfo>;
   private readonly execSessions: BoundedHistory<ExecSessionInfo>;
   private readonly problems: BoundedHistory<ProblemInfo>;
+  private readonly pools = new Map<number, PoolInfo>();
   private readonly listeners = new Set<DeltaListener>();
   private connection: ConnectionInfo;
   private supervisor: Supervisor | undefined;
@@ -225,7 +228,22 @@ export class InspectionModel {
       evaluations: [...this.evaluations.values()],
       execSessions: [...this.execSessions.values()],
       problems: [...this.problems.values()],
+      pools: [...this.pools.values()],
     };
+  }
+
+  /** Follows runner pools (createRunnerPools): each environment's counts and runners. Returns the function that stops it. */
+  attachPools(pools: InspectedPools): () => void {
+    const update = (id: number): void => {
+      const environment = pools.environment(id);
+      const pool = environment ? poolInfo(environment) : deletedPool(id);
+      if (environment) this.pools.set(id, pool);
+      else this.pools.delete(id);
+      this.emit(`pool:${id}`, { type: 'pool', pool });
+    };
+    for (const environment of pools.environments()) update(environment.id);
+    const subscription = pools.changes$.subscribe(update);
+    return () => subscription.unsubscribe();
   }
 
   /** The steps of an allocation's machine (live or among the finished kept), if it has a timeline. */

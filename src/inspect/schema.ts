@@ -156,6 +156,23 @@ export interface ExecSessionInfo {
   outcome: string | null;
 }
 
+/** A runner pool's environment (src/runners): its counts, and each runner's state and the work running in it. */
+export interface PoolInfo {
+  id: number;
+  /** registering, active, updating, deleting; `deleted` once gone (then dropped). */
+  state: string;
+  driver: string;
+  poolSize: number;
+  idle: number;
+  used: number;
+  /** Registered, not running yet. */
+  provisioning: number;
+  /** Waiting after runners failed to be placed or to start; lastError says why. */
+  backingOff: boolean;
+  lastError: string | null;
+  runners: { id: string; state: string; inactivityTimeoutS: number; executions: { kind: string; startedAt: IsoTime }[] }[];
+}
+
 export interface ProblemInfo {
   seq: number;
   at: IsoTime;
@@ -171,6 +188,7 @@ export type InspectorDelta =
   | { type: 'evaluation'; evaluation: EvaluationInfo }
   | { type: 'execSession'; execSession: ExecSessionInfo }
   | { type: 'problem'; problem: ProblemInfo }
+  | { type: 'pool'; pool: PoolInfo }
   /** Time passing, so that countdowns move between changes. */
   | { type: 'tick' };
 
@@ -190,6 +208,8 @@ export interface InspectorSnapshot {
   evaluations: EvaluationInfo[];
   execSessions: ExecSessionInfo[];
   problems: ProblemInfo[];
+  /** Runner pools, when the model follows some (attachPools); absent from servers without them. */
+  pools?: PoolInfo[];
 }
 
 /** A delta as sent, with the server's clock. */

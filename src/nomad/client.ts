@@ -23,6 +23,7 @@ import type {
   JobDeregisterResponse,
   JobListStub,
   JobRegisterResponse,
+  JobScaleResponse,
 } from './types.js';
 
 /** Options of a query endpoint: a blocking query when `index` is given. */
@@ -41,6 +42,13 @@ export interface RegisterJobOptions extends RequestOptions {
   enforceIndex?: number;
   policyOverride?: boolean;
   preserveCounts?: boolean;
+}
+
+export interface ScaleJobOptions extends RequestOptions {
+  /** Recorded with the scaling event (`nomad job scale` leaves it empty). */
+  message?: string;
+  meta?: Record<string, unknown>;
+  policyOverride?: boolean;
 }
 
 export interface ParseJobOptions extends RequestOptions {
@@ -115,6 +123,20 @@ export class NomadClient {
     if (preserveCounts === true) body.PreserveCounts = true;
     const response = await this.transport.request<JobRegisterResponse>('PUT', '/v1/jobs', { ...rest, body });
     return expectObject(response.body, 'EvalID', 'job register');
+  }
+
+  /**
+   * POST /v1/job/:id/scale: sets one group's count (a new job version and a `job-scaling`
+   * evaluation, as `nomad job scale` does). Nomad refuses it while a deployment of the job is active.
+   */
+  async scaleJob(jobId: string, group: string, count: number, options: ScaleJobOptions = {}): Promise<JobScaleResponse> {
+    const { message, meta, policyOverride, ...rest } = options;
+    const body: Record<string, unknown> = { Count: count, Target: { Group: group } };
+    if (message !== undefined) body.Message = message;
+    if (meta !== undefined) body.Meta = meta;
+    if (policyOverride === true) body.PolicyOverride = true;
+    const response = await this.transport.request<JobScaleResponse>('PUT', jobPath(jobId, '/scale'), { ...rest, body });
+    return expectObject(response.body, 'EvalID', 'job scale');
   }
 
   /** POST /v1/jobs/parse: HCL to the JSON job Nomad would register. */

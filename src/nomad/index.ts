@@ -15,7 +15,7 @@ export { parseNomadJson, stringifyNomadJson } from './json.js';
 export { type NomadResponse, type NomadStreamResponse, type NomadTransportOptions, type RequestOptions, NomadTransport } from './transport.js';
 export { type NomadWire, type WireLayer, type WireRequest, type WireResponse, UndiciWire } from './wire.js';
 export * from './recording/index.js';
-export { type QueryOptions, type RegisterJobOptions, type ParseJobOptions, type JobVersions, NomadClient } from './client.js';
+export { type QueryOptions, type RegisterJobOptions, type ScaleJobOptions, type ParseJobOptions, type JobVersions, NomadClient } from './client.js';
 export { type IndexedQuery, type WatchQueryOptions, nextQueryIndex, watchQuery } from './blockingQuery.js';
 export { type BackoffOptions, type RetryAfterHint, backoffDelay, parseRetryAfter, retryDelay } from './backoff.js';
 export {

@@ -439,6 +439,9 @@ export interface JobRegisterResponse extends WriteMeta {
   Warnings: string;
 }
 
+/** PUT /v1/job/:id/scale answers with Nomad's JobRegisterResponse (EvalID "" when only an event was recorded). */
+export type JobScaleResponse = JobRegisterResponse;
+
 export interface JobDeregisterResponse extends WriteMeta {
   EvalID: string;
   EvalCreateIndex: number;

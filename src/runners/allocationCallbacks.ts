@@ -37,7 +37,7 @@ interface Followed {
 }
 
 /** The display message of the task event that failed the allocation, in Nomad's words. */
-function failureMessage(alloc: Allocation): string {
+export function failureMessage(alloc: Allocation): string {
   const tasks = Object.entries(alloc.TaskStates ?? {}).sort(([a], [b]) => a.localeCompare(b));
   for (const [task, state] of tasks) {
     const failing = state.Events?.find((event) => event.FailsTask);

@@ -92,7 +92,8 @@ export class Supervisor implements ExecTarget {
   private readonly scope: ResolvedScope;
   private readonly logger: Logger;
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
-  private readonly runnerTrackers = new Set<RunnerAllocationTracker>();
+  /** Followers of every allocation update in scope: runner-manager callbacks, the runner pools. */
+  private readonly runnerTrackers = new Set<{ handle(allocation: Allocation): void }>();
   /** Exec sessions' connections, on the client's Nomad configuration; their actors are our children. */
   private readonly execSessions: ExecSessions;
   /** Rejects when the supervisor stops: raced against waits on child actors. */
@@ -260,9 +261,22 @@ export class Supervisor implements ExecTarget {
    * allocations in scope, from now on. Returns the function that ends them.
    */
   watchRunners(callbacks: AllocationCallbacks): () => void {
-    const tracker = new RunnerAllocationTracker(callbacks, { clock: this.options.clock });
-    this.runnerTrackers.add(tracker);
-    return () => this.runnerTrackers.delete(tracker);
+    return this.followAllocations(new RunnerAllocationTracker(callbacks, { clock: this.options.clock }));
+  }
+
+  /** Every allocation update in scope, as it arrives (the runner pools follow their runners so). Returns the function that ends it. */
+  followAllocations(listener: { handle(allocation: Allocation): void }): () => void {
+    this.runnerTrackers.add(listener);
+    return () => this.runnerTrackers.delete(listener);
+  }
+
+  /** The cluster's client and the clock, for what is built on the supervisor (src/runners). */
+  get nomad(): NomadClient {
+    return this.options.nomad;
+  }
+
+  get clock(): Clock {
+    return this.options.clock;
   }
 
   /** Ends every child and every allocation machine, closes the stream, and fails pending waits. */

@@ -19,6 +19,7 @@ import { attachFakeExec, type FakeExec } from './fakeExec/attachFakeExec.js';
 import { clusterExecTargets } from './fakeExec/clusterLookup.js';
 import type { RecordedLine } from './recording.js';
 import type { BlockingContext } from './nomad/blocking.js';
+import { ActingCluster, type ActingClusterOptions } from './nomad/actingCluster.js';
 import { ClusterState } from './nomad/clusterState.js';
 import { NomadApiError } from './nomad/errors.js';
 import { EventBroker } from './nomad/eventBroker.js';
@@ -71,6 +72,12 @@ export interface FakeNomadOptions {
    * removed on close, unless given). `false` leaves upgrades to the test.
    */
   exec?: false | { root?: string; env?: Readonly<Record<string, string>> };
+  /**
+   * Act as a cluster (off by default: tests script every step): evaluations are scheduled,
+   * allocations placed, started and stopped on the clock, with injectable placement and allocation
+   * failures (see nomad/actingCluster.ts). Allocation directories go under the exec root.
+   */
+  acting?: boolean | ActingClusterOptions;
 }
 
 /** GET /v1/allocation/:id/checks and the client path the Go API uses (Nomad 1.4+). */
@@ -90,7 +97,11 @@ export class FakeNomad {
   private readonly blocking: BlockingContext;
   /** The exec endpoint, unless started with `exec: false`. */
   exec: FakeExec | undefined;
+  /** The scheduler and client that act by themselves, when started with `acting`. */
+  acting: ActingCluster | undefined;
   private execRoot: string | undefined;
+  /** Where each allocation's directory is (the exec root). */
+  private allocRoot: string | undefined;
 
   private constructor(
     readonly server: HttpServer | HttpsServer,
@@ -125,6 +136,7 @@ export class FakeNomad {
     server.on('connection', (socket: Socket) => fake.accept(socket));
     server.on('clientError', (_error, socket) => socket.destroy());
     fake.attachExec();
+    fake.startActing();
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
@@ -171,6 +183,7 @@ export class FakeNomad {
 
   /** Closes every socket, ends streams, stops replays, kills exec'd commands and clears the fake's timers. */
   async close(): Promise<void> {
+    this.acting?.stop();
     for (const replay of [...this.replays]) replay.stop();
     await this.exec?.close();
     if (this.execRoot !== undefined) rmSync(this.execRoot, { recursive: true, force: true });
@@ -180,10 +193,20 @@ export class FakeNomad {
     await closed;
   }
 
+  private startActing(): void {
+    const options = this.options.acting;
+    if (options === undefined || options === false) return;
+    this.acting = new ActingCluster(this.cluster, this.broker, this.clock, {
+      ...(this.allocRoot === undefined ? {} : { allocRoot: this.allocRoot }),
+      ...(options === true ? {} : options),
+    });
+  }
+
   private attachExec(): void {
     const options = this.options.exec;
     if (options === false) return;
     const root = options?.root ?? (this.execRoot = mkdtempSync(join(tmpdir(), 'fakenomad-alloc-')));
+    this.allocRoot = root;
     this.exec = attachFakeExec(this.server as HttpServer, {
       clock: this.clock,
       lookup: clusterExecTargets(this.cluster, root),

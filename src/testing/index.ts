@@ -8,6 +8,7 @@ export { FakeConsul, type FakeCheckInput, type FakeCheckStatus, type FakeConsulO
 export type { FakeExec, FakeExecTarget } from './fakeExec/attachFakeExec.js';
 export { ClusterState, type PlaceOptions, type ScheduleOptions, type RegisterOptions, type RegisterResult, type TaskEventInput, type TaskUpdate } from './nomad/clusterState.js';
 export type { EventBatch, StreamEvent } from './nomad/eventBroker.js';
+export { ActingCluster, type ActingClusterOptions, type AllocationFailure, type FailureMatch, type PlacementFailure } from './nomad/actingCluster.js';
 export { NomadApiError } from './nomad/errors.js';
 export { FakeNomadChecks, type FakeCheckIdentity, type FakeCheckOutcome } from './nomad/checks.js';
 export { FaultSwitches, STREAM_CLOSED_TEXT, type RequestFailure, type StreamFaultPlan } from './nomad/faults.js';

@@ -67,7 +67,11 @@ function renderHeader(): void {
 const sections = new Map<string, HTMLElement>();
 
 function renderSidePanels(): void {
-  for (const panel of SIDE_PANELS) sections.get(panel.id)?.replaceChildren(...panel.render(state, context));
+  for (const panel of SIDE_PANELS) {
+    const content = sections.get(panel.id);
+    content?.replaceChildren(...panel.render(state, context));
+    if (content?.parentElement) content.parentElement.hidden = panel.shown?.(state) === false;
+  }
 }
 
 function render(): void {

@@ -11,6 +11,7 @@ import {
   type EvaluationInfo,
   type ExecSessionInfo,
   type LiveMessage,
+  type PoolInfo,
   type ProblemInfo,
   type TimelineInfo,
 } from '../schema.js';
@@ -28,6 +29,8 @@ export interface PageState {
   evaluations: Map<string, EvaluationInfo>;
   execSessions: Map<string, ExecSessionInfo>;
   problems: Map<string, ProblemInfo>;
+  /** Runner pools by environment ID (all of them: the server keeps every live one). */
+  pools: Map<number, PoolInfo>;
   /** The last timeline the server sent, for the allocation followed then (its `timeline` null: none kept). */
   timeline: { allocationId: string; timeline: TimelineInfo | null } | null;
 }
@@ -44,6 +47,7 @@ export function emptyState(): PageState {
     evaluations: new Map(),
     execSessions: new Map(),
     problems: new Map(),
+    pools: new Map(),
     timeline: null,
   };
 }
@@ -77,6 +81,7 @@ export function apply(state: PageState, message: LiveMessage): void {
       state.evaluations = byKey(message.evaluations, (e) => e.id);
       state.execSessions = byKey(message.execSessions, (s) => s.id);
       state.problems = byKey(message.problems, (p) => String(p.seq));
+      state.pools = new Map((message.pools ?? []).map((pool) => [pool.id, pool]));
       return;
     case 'allocation':
       // Only finished ones are let go, oldest first, as on the server.
@@ -90,6 +95,10 @@ export function apply(state: PageState, message: LiveMessage): void {
       return keepLatest(state.execSessions, message.execSession.id, message.execSession, state.recentLimit);
     case 'problem':
       return keepLatest(state.problems, String(message.problem.seq), message.problem, state.recentLimit);
+    case 'pool':
+      if (message.pool.state === 'deleted') state.pools.delete(message.pool.id);
+      else state.pools.set(message.pool.id, message.pool);
+      return;
     case 'connection':
       state.connection = message.connection;
       return;

@@ -28,6 +28,8 @@ export interface RegisterOptions {
   /** Register only if the job's JobModifyIndex equals `jobModifyIndex` (0: only if the job does not exist). */
   enforceIndex?: boolean;
   jobModifyIndex?: number;
+  /** What the registration's evaluation says triggered it (default job-register; job-scaling for a scale). */
+  triggeredBy?: string;
 }
 
 export interface RegisterResult {
@@ -108,9 +110,29 @@ export class ClusterState extends ClusterStore {
       this.jobs.set(key, record);
       this.publish('Job', 'JobRegistered', job);
       this.current.batches.push([]);
-      return { index, evaluation: this.newEvaluation(job, 'job-register', 'JobRegistered') };
+      return { index, evaluation: this.newEvaluation(job, options.triggeredBy ?? 'job-register', 'JobRegistered') };
     });
     return { job: this.jobs.get(key)!.current as Job, evaluation: omitEmpty(evaluation) as Evaluation, index };
+  }
+
+  /**
+   * POST /v1/job/:id/scale (nomad/job_endpoint.go Scale): the group's count changed in a new job
+   * version with a `job-scaling` evaluation; refused while a deployment of the job is active.
+   */
+  scaleJob(id: string, group: string, count: number, options: { namespace?: string } = {}): RegisterResult {
+    const namespace = options.namespace ?? 'default';
+    if (group === '') throw new NomadApiError(400, 'missing task group name for scaling action');
+    if (!Number.isInteger(count) || count < 0) throw new NomadApiError(400, 'scaling action count can\'t be negative');
+    const job = this.jobs.get(jobKey(namespace, id))?.current;
+    if (job === undefined) throw new NomadApiError(404, `job ${JSON.stringify(id)} not found`);
+    const groups = job.TaskGroups as JsonObject[];
+    if (!groups.some((candidate) => candidate.Name === group)) {
+      throw new NomadApiError(400, `task group ${JSON.stringify(group)} specified for scaling does not exist in job`);
+    }
+    const active = [...this.deployments.values()].some((d) => d.JobID === id && d.Namespace === namespace && (d.Status === 'running' || d.Status === 'paused'));
+    if (active) throw new NomadApiError(400, 'job scaling blocked due to active deployment');
+    const scaled = { ...job, TaskGroups: groups.map((candidate) => (candidate.Name === group ? { ...candidate, Count: count } : candidate)) };
+    return this.registerJob(scaled, { namespace, triggeredBy: 'job-scaling' });
   }
 
   /** A registered job's status: running while it has live allocations, else pending on its new evaluation. */

@@ -170,6 +170,18 @@ export class ClusterStore {
       .sort((a, b) => Number(b.CreateIndex) - Number(a.CreateIndex)) as Deployment[];
   }
 
+  /**
+   * Nomad's core garbage collection: forgets allocations and evaluations (of jobs gone, typically).
+   * Nothing is published and no index moves, as in Nomad, where GC'd objects just disappear from reads.
+   */
+  garbageCollect(objects: { allocIds?: Iterable<string>; evalIds?: Iterable<string> }): void {
+    for (const id of objects.allocIds ?? []) {
+      this.allocs.delete(id);
+      this.allocJobs.delete(id);
+    }
+    for (const id of objects.evalIds ?? []) this.evals.delete(id);
+  }
+
   /** Stores a job exactly as given (a recorded job.json), at its own indexes, without publishing. */
   loadJob(job: JsonObject | Job): void {
     const namespace = String(job.Namespace ?? 'default');

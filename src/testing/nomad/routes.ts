@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseBlocking, waitForIndex, type BlockingContext } from './blocking.js';
-import type { ClusterState, Table } from './clusterState.js';
+import type { ClusterState, RegisterResult, Table } from './clusterState.js';
 import { NomadApiError } from './errors.js';
 import { decodeBody } from './goJson.js';
 import { parseJobHcl } from './hcl.js';
@@ -87,6 +87,14 @@ function pathParam(ctx: RouteContext): string {
   }
 }
 
+/** Nomad's JobRegisterResponse (QueryMeta embedded), the answer to a registration and to a scale. */
+function sendRegistered(ctx: RouteContext, result: RegisterResult): void {
+  sendJson(ctx.req, ctx.res, {
+    EvalCreateIndex: result.index, EvalID: result.evaluation.ID, Index: result.index, JobModifyIndex: result.job.JobModifyIndex,
+    KnownLeader: false, LastContact: 0, Warnings: '',
+  }, { index: result.index });
+}
+
 async function register(ctx: RouteContext, pathId?: string): Promise<void> {
   const body = await writeBody(ctx, 'api.JobRegisterRequest');
   const job = body.Job as JsonObject | null | undefined;
@@ -99,10 +107,22 @@ async function register(ctx: RouteContext, pathId?: string): Promise<void> {
     enforceIndex: body.EnforceIndex === true,
     jobModifyIndex: Number(body.JobModifyIndex ?? 0),
   });
-  sendJson(ctx.req, ctx.res, {
-    EvalCreateIndex: result.index, EvalID: result.evaluation.ID, Index: result.index, JobModifyIndex: result.job.JobModifyIndex,
-    KnownLeader: false, LastContact: 0, Warnings: '',
-  }, { index: result.index });
+  sendRegistered(ctx, result);
+}
+
+/** PUT /v1/job/:id/scale (command/agent/job_endpoint.go jobScaleAction), answered as a registration. */
+async function scale(ctx: RouteContext): Promise<void> {
+  const body = await writeBody(ctx, 'api.ScalingRequest');
+  const target = (body.Target ?? {}) as Record<string, unknown>;
+  const id = jobId(ctx);
+  if (typeof target.Job === 'string' && target.Job !== '' && target.Job !== id) throw new NomadApiError(400, 'job ID in payload did not match URL');
+  const namespace = namespaceOf(ctx);
+  if (typeof target.Namespace === 'string' && target.Namespace !== '' && target.Namespace !== namespace) {
+    throw new NomadApiError(400, 'namespace in payload did not match header');
+  }
+  if (typeof body.Count !== 'number') throw new NomadApiError(400, 'scaling action without a count is not supported by this fake');
+  const result = ctx.cluster.scaleJob(id, typeof target.Group === 'string' ? target.Group : '', body.Count, { namespace });
+  sendRegistered(ctx, result);
 }
 
 /** A deployment write body: DeploymentID must repeat the path's ID, as Nomad checks. */
@@ -164,6 +184,7 @@ const ROUTES: readonly Route[] = [
     return ctx.cluster.job(id, { namespace: namespaceOf(ctx), ...(version === null ? {} : { version: Number(version) }) });
   }),
   { methods: WRITE, pattern: /^\/v1\/job\/([^/]+)$/, handler: (ctx) => register(ctx, jobId(ctx)) },
+  { methods: WRITE, pattern: /^\/v1\/job\/([^/]+)\/scale$/, handler: (ctx) => scale(ctx) },
   {
     methods: ['DELETE'],
     pattern: /^\/v1\/job\/([^/]+)$/,

@@ -2,5 +2,6 @@
 import { evaluationsPanel, execSessionsPanel, problemsPanel } from './children.js';
 import { deploymentsPanel } from './deployments.js';
 import type { SidePanel } from './panel.js';
+import { poolsPanel } from './pools.js';
 
-export const SIDE_PANELS: readonly SidePanel[] = [deploymentsPanel, evaluationsPanel, execSessionsPanel, problemsPanel];
+export const SIDE_PANELS: readonly SidePanel[] = [deploymentsPanel, poolsPanel, evaluationsPanel, execSessionsPanel, problemsPanel];

@@ -19,4 +19,6 @@ export interface SidePanel {
   readonly title: string;
   /** The section's content, anew. */
   render(state: PageState, context: PanelContext): Node[];
+  /** Whether the section shows at all (default: always). */
+  shown?(state: PageState): boolean;
 }

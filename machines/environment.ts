@@ -1,0 +1,325 @@
+import { assign, enqueueActions, fromPromise, setup, stopChild, type ActorRefFrom } from 'xstate';
+import type { ResolvedEnvironmentSpec } from '../src/runners/poseidonFormat.js';
+import { errorText, runnerActorId, runnerMachine } from './runner.js';
+import type { RunnerInput, RunnerIo, RunnerReport } from './runnerTypes.js';
+
+/** The runners' I/O and the template job's writes (src/runners). */
+export interface EnvironmentIo extends RunnerIo {
+  /** Writes the template job (create, or update what is there) and follows its evaluation. */
+  registerTemplate(request: { spec: ResolvedEnvironmentSpec }): Promise<void>;
+  /** Purges the template job (a job already gone is fine). */
+  deregisterTemplate(request: { environmentId: number }): Promise<void>;
+}
+
+/**
+ * One execution environment: its template job and the pool of runners made from it, each a child
+ * actor (machines/runner.ts).
+ *
+ *   live ─┬─ template: registering ──► registered ⇄ updating          (UPDATE: the template written again)
+ *         └─ pool:     ready ⟲ spawn runners up to prewarmingPoolSize, retire the surplus
+ *                        │  ▲ ▲
+ *                        │  │ └─ refilling ◄── CLAIM (the replacement comes just after the claim's step)
+ *                        ▼  │ after the back-off (then one runner at a time until one runs)
+ *                      backingOff  ◄── a runner that failed to be placed or to start
+ *      │ DELETE                      CLAIM: the first idle runner, at once, in the same step
+ *      ▼
+ *   deleting (every runner retired and purged) ──► removingTemplate ──► deleted
+ *   failed (the template could not be registered: nothing of it is left)
+ *
+ * The pool counts runners as provisioning (registered, not running yet), idle and used; it never
+ * has more than prewarmingPoolSize idle + provisioning, and whenever it has fewer a runner is on
+ * its way, a refill is due or a back-off timer is running. A template update replaces the idle and provisioning
+ * runners of an older template (used ones are left alone). Writing Nomad is done by the `io` the
+ * input gives (src/runners), runner IDs come from it too: the machine itself does no I/O.
+ */
+
+export interface EnvironmentInput {
+  spec: ResolvedEnvironmentSpec;
+  io: EnvironmentIo;
+  /** What makes runners of this spec differ from others (runnerTemplateKey). */
+  templateKey: string;
+  /** A new environment registers its template job first; a recovered one adopts the one on the cluster. */
+  register: boolean;
+  /** Runners found on the cluster (each with `recovered`). */
+  recovered: RunnerInput[];
+  /** A fresh runner ID (`<environment>-<uuid>`). */
+  newRunnerId: () => string;
+  /** Back-off after failed runners: initialMs × 2^(failures-1), at most maxMs (defaults 1 s, 60 s). */
+  backoff?: { initialMs?: number; maxMs?: number };
+}
+
+export interface EnvironmentContext {
+  environmentId: number;
+  spec: ResolvedEnvironmentSpec;
+  io: EnvironmentIo;
+  templateKey: string;
+  /** A template job is on the cluster: runners can be made from it. */
+  templateReady: boolean;
+  /** Idle runners, the longest idle first (claimed first). */
+  idle: string[];
+  /** Registered, not running yet. */
+  provisioning: string[];
+  used: string[];
+  /** Every runner child not finished yet (stopping ones included). */
+  runners: string[];
+  /** Runners in a row that failed to be placed or to start. */
+  failures: number;
+  /** After a back-off: one runner at a time until one runs. */
+  probing: boolean;
+  /** The answer to the latest CLAIM (read by the caller right after sending it). */
+  claim: { claimId: number; runnerId: string | undefined } | undefined;
+  /** The update being written, then the outcome of the latest one. */
+  pendingUpdate: { requestId: number; spec: ResolvedEnvironmentSpec; templateKey: string } | undefined;
+  update: { requestId: number; error: string | undefined } | undefined;
+  /** Startup of the latest runner that became idle, and how many did. */
+  lastStartupMs: number | undefined;
+  started: number;
+  lastError: string | undefined;
+  newRunnerId: () => string;
+  backoff: { initialMs: number; maxMs: number };
+}
+
+export type EnvironmentEvent =
+  | { type: 'CLAIM'; claimId: number; timeoutMs: number; at: number }
+  | { type: 'UPDATE'; requestId: number; spec: ResolvedEnvironmentSpec; templateKey: string }
+  | { type: 'DELETE' }
+  | RunnerReport;
+
+export const environmentActorId = (environmentId: number): string => `environment:${environmentId}`;
+
+const without = (ids: readonly string[], id: string): string[] => ids.filter((other) => other !== id);
+
+function deficit(context: EnvironmentContext): number {
+  return context.spec.prewarmingPoolSize - context.idle.length - context.provisioning.length;
+}
+
+export const environmentMachine = setup({
+  types: {
+    input: {} as EnvironmentInput,
+    context: {} as EnvironmentContext,
+    events: {} as EnvironmentEvent,
+  },
+  actors: {
+    runner: runnerMachine,
+    registerTemplate: fromPromise<void, { io: EnvironmentIo; spec: ResolvedEnvironmentSpec }>(({ input }) => input.io.registerTemplate(input)),
+    deregisterTemplate: fromPromise<void, { io: EnvironmentIo; environmentId: number }>(({ input }) => input.io.deregisterTemplate(input)),
+  },
+  guards: {
+    registersFirst: ({ context }) => !context.templateReady,
+    hasIdle: ({ context }) => context.idle.length > 0,
+    surplus: ({ context }) => deficit(context) < 0,
+    needsRunners: ({ context }) => context.templateReady && deficit(context) > 0 && !(context.probing && context.provisioning.length > 0),
+    failedRunner: ({ event }) => event.type === 'RUNNER.STOPPING' && event.failed,
+    noRunners: ({ context }) => context.runners.length === 0,
+  },
+  actions: {
+    claimIdle: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'CLAIM') return;
+      const [runnerId, ...rest] = context.idle;
+      if (runnerId === undefined) return;
+      enqueue.assign({ idle: rest, used: [...context.used, runnerId], claim: { claimId: event.claimId, runnerId } });
+      enqueue.sendTo(runnerActorId(runnerId), { type: 'CLAIM', timeoutMs: event.timeoutMs, at: event.at });
+    }),
+    refuseClaim: assign({ claim: ({ event }) => (event.type === 'CLAIM' ? { claimId: event.claimId, runnerId: undefined } : undefined) }),
+    spawnRunners: enqueueActions(({ context, enqueue }) => {
+      const count = context.probing ? 1 : deficit(context);
+      const ids = Array.from({ length: count }, () => context.newRunnerId());
+      for (const runnerId of ids) {
+        const input: RunnerInput = { runnerId, environmentId: context.environmentId, spec: context.spec, io: context.io, templateKey: context.templateKey };
+        enqueue.spawnChild('runner', { id: runnerActorId(runnerId), systemId: runnerActorId(runnerId), input });
+      }
+      enqueue.assign({ provisioning: [...context.provisioning, ...ids], runners: [...context.runners, ...ids] });
+    }),
+    // The newest first: provisioning runners, then idle ones.
+    retireSurplus: enqueueActions(({ context, enqueue }) => {
+      const surplus = -deficit(context);
+      const retired = [...context.provisioning, ...context.idle].reverse().slice(0, surplus);
+      for (const runnerId of retired) enqueue.sendTo(runnerActorId(runnerId), { type: 'RETIRE', reason: 'more idle runners than the pool size' });
+      enqueue.assign({ idle: context.idle.filter((id) => !retired.includes(id)), provisioning: context.provisioning.filter((id) => !retired.includes(id)) });
+    }),
+    markIdle: assign(({ context, event }) => {
+      if (event.type !== 'RUNNER.IDLE' || !context.runners.includes(event.runnerId) || context.used.includes(event.runnerId)) return {};
+      return {
+        idle: [...without(context.idle, event.runnerId), event.runnerId],
+        provisioning: without(context.provisioning, event.runnerId),
+        failures: 0,
+        probing: false,
+        lastStartupMs: event.startupMs,
+        started: context.started + 1,
+      };
+    }),
+    markStarting: assign(({ context, event }) => {
+      if (event.type !== 'RUNNER.STARTING' || !context.idle.includes(event.runnerId)) return {};
+      return { idle: without(context.idle, event.runnerId), provisioning: [...context.provisioning, event.runnerId] };
+    }),
+    markStopping: assign(({ context, event }) => {
+      if (event.type !== 'RUNNER.STOPPING') return {};
+      const { runnerId } = event;
+      return {
+        idle: without(context.idle, runnerId),
+        provisioning: without(context.provisioning, runnerId),
+        used: without(context.used, runnerId),
+        failures: context.failures + (event.failed ? 1 : 0),
+        lastError: event.failed ? `runner ${runnerId}: ${event.reason}` : context.lastError,
+      };
+    }),
+    startProbing: assign({ probing: true }),
+    forgetRunner: enqueueActions(({ context, event, enqueue }) => {
+      if (event.type !== 'RUNNER.DESTROYED') return;
+      const { runnerId } = event;
+      enqueue.assign({
+        runners: without(context.runners, runnerId),
+        idle: without(context.idle, runnerId),
+        provisioning: without(context.provisioning, runnerId),
+        used: without(context.used, runnerId),
+      });
+      enqueue(stopChild(runnerActorId(runnerId)));
+    }),
+    retireAll: enqueueActions(({ context, enqueue }) => {
+      for (const runnerId of context.runners) enqueue.sendTo(runnerActorId(runnerId), { type: 'RETIRE', reason: 'its environment was deleted' });
+      enqueue.assign({ idle: [], provisioning: [], used: [] });
+    }),
+    acceptTemplate: assign({ templateReady: true }),
+    recordError: assign({ lastError: ({ event }) => errorText(event) }),
+    holdUpdate: assign({
+      pendingUpdate: ({ event }) => (event.type === 'UPDATE' ? { requestId: event.requestId, spec: event.spec, templateKey: event.templateKey } : undefined),
+    }),
+    // A new template: the idle and provisioning runners of the old one are replaced; used ones stay.
+    applyUpdate: enqueueActions(({ context, enqueue }) => {
+      const update = context.pendingUpdate;
+      if (update === undefined) return;
+      const replaced = update.templateKey === context.templateKey ? [] : [...context.idle, ...context.provisioning];
+      for (const runnerId of replaced) enqueue.sendTo(runnerActorId(runnerId), { type: 'RETIRE', reason: 'its environment was updated' });
+      enqueue.assign({
+        spec: update.spec,
+        templateKey: update.templateKey,
+        idle: context.idle.filter((id) => !replaced.includes(id)),
+        provisioning: context.provisioning.filter((id) => !replaced.includes(id)),
+        pendingUpdate: undefined,
+        update: { requestId: update.requestId, error: undefined },
+      });
+    }),
+    refuseUpdate: assign(({ context, event }) => ({
+      pendingUpdate: undefined,
+      update: context.pendingUpdate && { requestId: context.pendingUpdate.requestId, error: errorText(event) },
+      lastError: errorText(event),
+    })),
+  },
+  delays: {
+    backoff: ({ context }) => Math.min(context.backoff.maxMs, context.backoff.initialMs * 2 ** Math.max(0, context.failures - 1)),
+    retryRemoval: 5_000,
+  },
+}).createMachine({
+  id: 'environment',
+  context: ({ input, spawn }) => {
+    const byPhase = (phase: string): string[] => input.recovered.filter((r) => r.recovered?.phase === phase).map((r) => r.runnerId);
+    for (const runner of input.recovered) spawn('runner', { id: runnerActorId(runner.runnerId), systemId: runnerActorId(runner.runnerId), input: runner });
+    return {
+      environmentId: input.spec.id,
+      spec: input.spec,
+      io: input.io,
+      templateKey: input.templateKey,
+      templateReady: !input.register,
+      idle: byPhase('idle'),
+      provisioning: byPhase('starting'),
+      used: byPhase('used'),
+      runners: input.recovered.map((r) => r.runnerId),
+      failures: 0,
+      probing: false,
+      claim: undefined,
+      pendingUpdate: undefined,
+      update: undefined,
+      lastStartupMs: undefined,
+      started: 0,
+      lastError: undefined,
+      newRunnerId: input.newRunnerId,
+      backoff: { initialMs: input.backoff?.initialMs ?? 1_000, maxMs: input.backoff?.maxMs ?? 60_000 },
+    };
+  },
+  initial: 'live',
+  states: {
+    live: {
+      type: 'parallel',
+      on: {
+        'RUNNER.IDLE': { actions: 'markIdle' },
+        'RUNNER.STARTING': { actions: 'markStarting' },
+        'RUNNER.STOPPING': [
+          { guard: 'failedRunner', target: '.pool.backingOff', reenter: true, actions: 'markStopping' },
+          { actions: 'markStopping' },
+        ],
+        'RUNNER.DESTROYED': { actions: 'forgetRunner' },
+        DELETE: 'deleting',
+      },
+      states: {
+        template: {
+          initial: 'deciding',
+          states: {
+            deciding: { always: [{ guard: 'registersFirst', target: 'registering' }, { target: 'registered' }] },
+            registering: {
+              invoke: {
+                src: 'registerTemplate',
+                input: ({ context }) => ({ io: context.io, spec: context.spec }),
+                onDone: { target: 'registered', actions: 'acceptTemplate' },
+                onError: { target: '#environment.failed', actions: 'recordError' },
+              },
+            },
+            registered: { on: { UPDATE: { target: 'updating', actions: 'holdUpdate' } } },
+            updating: {
+              invoke: {
+                src: 'registerTemplate',
+                input: ({ context }) => ({ io: context.io, spec: context.pendingUpdate?.spec ?? context.spec }),
+                onDone: { target: 'registered', actions: 'applyUpdate' },
+                onError: { target: 'registered', actions: 'refuseUpdate' },
+              },
+            },
+          },
+        },
+        pool: {
+          initial: 'ready',
+          states: {
+            ready: {
+              always: [
+                { guard: 'surplus', actions: 'retireSurplus' },
+                { guard: 'needsRunners', actions: 'spawnRunners' },
+              ],
+              on: { CLAIM: [{ guard: 'hasIdle', target: 'refilling', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
+            },
+            // A claim's replacement is made just after its step: the claim itself stays a lookup.
+            refilling: {
+              after: { 0: 'ready' },
+              on: { CLAIM: [{ guard: 'hasIdle', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
+            },
+            backingOff: {
+              always: { guard: 'surplus', actions: 'retireSurplus' },
+              after: { backoff: { target: 'ready', actions: 'startProbing' } },
+              on: { CLAIM: [{ guard: 'hasIdle', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
+            },
+          },
+        },
+      },
+    },
+    deleting: {
+      entry: 'retireAll',
+      always: { guard: 'noRunners', target: 'removingTemplate' },
+      on: { 'RUNNER.DESTROYED': { actions: 'forgetRunner' } },
+    },
+    removingTemplate: {
+      initial: 'deregistering',
+      states: {
+        deregistering: {
+          invoke: {
+            src: 'deregisterTemplate',
+            input: ({ context }) => ({ io: context.io, environmentId: context.environmentId }),
+            onDone: '#environment.deleted',
+            onError: { target: 'retrying', actions: 'recordError' },
+          },
+        },
+        retrying: { after: { retryRemoval: 'deregistering' } },
+      },
+    },
+    deleted: { type: 'final' },
+    failed: { type: 'final' },
+  },
+});
+
+export type EnvironmentActor = ActorRefFrom<typeof environmentMachine>;

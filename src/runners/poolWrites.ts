@@ -1,0 +1,104 @@
+/**
+ * The Nomad writes behind the environment and runner machines (their `io`): template and runner
+ * jobs in Poseidon's format, registered with EnforceIndex, runners marked used in their job's meta.
+ */
+import type { EnvironmentIo } from '../../machines/environment.js';
+import type { StopReason } from '../../machines/runnerTypes.js';
+import { NomadHttpError } from '../nomad/errors.js';
+import type { Job } from '../nomad/types.js';
+import { errorMessage } from '../errorMessage.js';
+import { placed, type JobWrites } from './jobWrites.js';
+import { META_TIMEOUT, META_USED, runnerJob, templateJob, templateJobId, withConfigMeta, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
+
+/** Writes that lost an EnforceIndex race are read again and retried this many times. */
+const CONFLICT_RETRIES = 3;
+
+export interface PoolWritesOptions {
+  /** Something the pools could not do and report (a template's own allocation not placed). */
+  report(message: string): void;
+  /** A runner is stopping: end its executions. */
+  endExecutions(runnerId: string, reason: StopReason): void;
+}
+
+function isConflict(error: unknown): boolean {
+  return error instanceof NomadHttpError && error.isEnforceIndexConflict;
+}
+
+export class PoolWrites implements EnvironmentIo {
+  /** Each runner's job as last written, with its JobModifyIndex: the next write names it. */
+  private readonly written = new Map<string, Job>();
+
+  constructor(
+    private readonly writes: JobWrites,
+    private readonly options: PoolWritesOptions,
+  ) {}
+
+  /**
+   * Creates the template job, or updates the one there (EnforceIndex on what was read). A new
+   * environment whose template cannot be placed fails, leaving nothing behind; an update that
+   * Nomad took stands, its template's placement only reported.
+   */
+  async registerTemplate({ spec }: { spec: ResolvedEnvironmentSpec }): Promise<void> {
+    const job = templateJob(spec);
+    const { write, created } = await this.enforced(job.ID, async (current) => ({ write: await this.writes.register(job, current?.JobModifyIndex ?? 0), created: current === undefined }));
+    if (!created) {
+      placed(write).catch((error: unknown) => this.options.report(`environment ${spec.id}: ${errorMessage(error)}`));
+      return;
+    }
+    try {
+      await placed(write);
+    } catch (error) {
+      await this.writes.purge(job.ID).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async deregisterTemplate({ environmentId }: { environmentId: number }): Promise<void> {
+    await this.writes.purge(templateJobId(environmentId));
+  }
+
+  /** A new runner job (create only: a job of that ID already there is an error) whose evaluation places it. */
+  async registerRunner({ runnerId, spec }: { runnerId: string; spec: ResolvedEnvironmentSpec }): Promise<void> {
+    // Off the caller's step: the machine that asked is still processing its event.
+    await Promise.resolve();
+    const job = runnerJob(spec, runnerId);
+    const write = await this.writes.register(job, 0);
+    this.written.set(runnerId, { ...job, JobModifyIndex: write.jobModifyIndex });
+    await placed(write);
+  }
+
+  /** `used = true` and the timeout in the config group's meta: an in-place update, the allocation stays. */
+  async markUsed({ runnerId, timeoutMs }: { runnerId: string; timeoutMs: number }): Promise<void> {
+    await Promise.resolve();
+    const meta = { [META_USED]: 'true', [META_TIMEOUT]: String(Math.round(timeoutMs / 1000)) };
+    const known = this.written.get(runnerId);
+    await this.enforced(runnerId, async (current) => {
+      if (current === undefined) throw new Error(`runner job ${runnerId} is gone`);
+      const job = withConfigMeta(current, meta);
+      const write = await this.writes.register(job, current.JobModifyIndex ?? 0);
+      this.written.set(runnerId, { ...job, JobModifyIndex: write.jobModifyIndex });
+    }, known);
+  }
+
+  async deregisterRunner({ runnerId }: { runnerId: string }): Promise<void> {
+    await this.writes.purge(runnerId);
+    this.written.delete(runnerId);
+  }
+
+  endExecutions(runnerId: string, reason: StopReason): void {
+    this.options.endExecutions(runnerId, reason);
+  }
+
+  /** Runs a write against the job as known (else as read), reading it again after a lost EnforceIndex race. */
+  private async enforced<T>(jobId: string, write: (current: Job | undefined) => Promise<T>, known?: Job): Promise<T> {
+    let current = known ?? (await this.writes.read(jobId));
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await write(current);
+      } catch (error) {
+        if (!isConflict(error) || attempt >= CONFLICT_RETRIES) throw error;
+        current = await this.writes.read(jobId);
+      }
+    }
+  }
+}

@@ -1,0 +1,421 @@
+/**
+ * Runner pools: Poseidon's environments and runners as actors of a supervisor. Each environment is
+ * a child actor of the supervisor (machines/environment.ts) with its runners as its children
+ * (machines/runner.ts); this module gives them their Nomad writes, routes their allocations to
+ * them, reads the pools back from a live cluster on start, and answers the API an HTTP layer sits
+ * on: environments (put, delete, list), claims, runners.
+ *
+ *   const pools = createRunnerPools(supervisor);
+ *   await pools.ready;                                   // the cluster's environments and runners recovered
+ *   await pools.putEnvironment({ id: 7, prewarmingPoolSize: 3, driver: 'raw_exec' });
+ *   const runner = pools.claim(7, { inactivityTimeoutS: 60 });  // at once, from the warm pool
+ *   const execution = runner.execute({ command: 'echo hi', timeLimitS: 10 });
+ */
+import { randomUUID } from 'node:crypto';
+import { Subject, type Observable } from 'rxjs';
+import { environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
+import { runnerActorId } from '../../machines/runner.js';
+import type { RunnerInput, StopReason } from '../../machines/runnerTypes.js';
+import { DEFAULT_SETUSER } from '../exec/executionOptions.js';
+import type { Allocation } from '../nomad/types.js';
+import type { Supervisor } from '../supervisor/supervisor.js';
+import { errorMessage } from '../errorMessage.js';
+import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, UnknownEnvironmentError, UnknownRunnerError } from './errors.js';
+import type { ExecutionSettings, RunningExecution } from './execution.js';
+import { JobWrites } from './jobWrites.js';
+import { PoolWrites } from './poolWrites.js';
+import { checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateKey, type EnvironmentSpec, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
+import { readClusterPools } from './recovery.js';
+import { runnerAllocation } from './runnerAllocation.js';
+import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
+
+export interface RunnerPoolsOptions {
+  /** The shell that runs commands (`<shell> -c <command>`). Default /bin/bash, as Poseidon. */
+  shell?: string;
+  /** argv prefix of unprivileged executions. Default Poseidon's `/sbin/setuser user`. */
+  setuser?: readonly string[];
+  /**
+   * Where commands and relative file paths are, per driver. Default: the image's own for docker,
+   * the task's directory (`$NOMAD_TASK_DIR`) for exec and raw_exec.
+   */
+  workingDirectory?: (spec: ResolvedEnvironmentSpec) => string | undefined;
+  /** Seconds between a timed-out command's SIGQUIT and the end of its session (default 3, Poseidon's). */
+  executionGraceS?: number;
+  /** Back-off of an environment whose runners fail to be placed or to start (defaults 1 s doubling to 60 s). */
+  backoff?: { initialMs?: number; maxMs?: number };
+  /** Runner job IDs (default `<environment>-<random uuid>`). */
+  newRunnerId?: (environmentId: number) => string;
+}
+
+export type EnvironmentState = 'registering' | 'active' | 'updating' | 'deleting' | 'deleted' | 'failed';
+
+/** An environment as the API and the inspector show it. */
+export interface EnvironmentInfo {
+  id: number;
+  spec: ResolvedEnvironmentSpec;
+  state: EnvironmentState;
+  idleRunners: number;
+  usedRunners: number;
+  /** Registered, not running yet. */
+  provisioningRunners: number;
+  /** Waiting before it tries again after runners failed to be placed or to start. */
+  backingOff: boolean;
+  failures: number;
+  lastError: string | null;
+  /** Pending to running, of the latest runner that became idle (Poseidon's startup duration). */
+  lastStartupMs: number | null;
+  runners: RunnerInfo[];
+}
+
+/** Poseidon's GET /statistics/execution-environments entry. */
+export interface EnvironmentStatistics {
+  id: number;
+  prewarmingPoolSize: number;
+  idleRunners: number;
+  usedRunners: number;
+}
+
+export interface PoolProblem {
+  kind: 'orphan-runner' | 'recovery-failed' | 'template-placement' | 'environment-failed';
+  message: string;
+  environmentId?: number;
+  jobId?: string;
+}
+
+function environmentState(snapshot: ReturnType<EnvironmentActor['getSnapshot']>): EnvironmentState {
+  if (snapshot.status === 'done') return snapshot.matches('failed') ? 'failed' : 'deleted';
+  if (snapshot.status !== 'active') return 'deleted';
+  if (snapshot.matches('deleting') || snapshot.matches('removingTemplate')) return 'deleting';
+  if (snapshot.matches({ live: { template: 'updating' } })) return 'updating';
+  if (snapshot.matches({ live: { template: 'registered' } })) return 'active';
+  return 'registering';
+}
+
+export class RunnerPools {
+  /** Resolves once the cluster's environments and runners are recovered (rejects never: failures are problems). */
+  readonly ready: Promise<void>;
+  /** An environment (or one of its runners) changed: its ID. */
+  readonly changes$: Observable<number>;
+  readonly problems$: Observable<PoolProblem>;
+
+  private readonly changeSubject = new Subject<number>();
+  private readonly problemSubject = new Subject<PoolProblem>();
+  private readonly writes: JobWrites;
+  private readonly poolWrites: PoolWrites;
+  private readonly environmentActors = new Map<number, EnvironmentActor>();
+  private readonly running = new Map<string, Map<string, RunningExecution>>();
+  /** Environment writes in order, one at a time per environment. */
+  private readonly queues = new Map<number, Promise<unknown>>();
+  /** Allocation updates of runners without an actor yet, kept while recovering. */
+  private readonly early = new Map<string, Allocation>();
+  private readonly host: RunnerHost;
+  private readonly unfollow: () => void;
+  private recovering = true;
+  private stopped = false;
+  private claimSeq = 0;
+  private updateSeq = 0;
+
+  constructor(
+    private readonly supervisor: Supervisor,
+    private readonly options: RunnerPoolsOptions = {},
+  ) {
+    this.changes$ = this.changeSubject.asObservable();
+    this.problems$ = this.problemSubject.asObservable();
+    this.writes = new JobWrites(supervisor.nomad, (evalId) => supervisor.monitorEvaluation(evalId));
+    this.poolWrites = new PoolWrites(this.writes, {
+      report: (message) => this.report({ kind: 'template-placement', message }),
+      endExecutions: (runnerId, reason) => this.endExecutions(runnerId, reason),
+    });
+    this.host = {
+      clock: supervisor.clock,
+      target: supervisor,
+      actor: (runnerId) => this.runnerActor(runnerId),
+      settings: (environmentId) => this.settings(environmentId),
+      executions: (runnerId) => this.executionsOf(runnerId),
+      changed: (environmentId) => this.changeSubject.next(environmentId),
+    };
+    this.unfollow = supervisor.followAllocations({ handle: (allocation) => this.route(allocation) });
+    supervisor.actor.subscribe({ complete: () => this.shutDown() });
+    this.ready = this.recover();
+  }
+
+  /** Every environment, with its runners. */
+  environments(): EnvironmentInfo[] {
+    return [...this.environmentActors.keys()].sort((a, b) => a - b).flatMap((id) => this.environment(id) ?? []);
+  }
+
+  environment(id: number): EnvironmentInfo | undefined {
+    const actor = this.environmentActors.get(id);
+    if (actor === undefined) return undefined;
+    const snapshot = actor.getSnapshot();
+    const { context } = snapshot;
+    return {
+      id,
+      spec: context.spec,
+      state: environmentState(snapshot),
+      idleRunners: context.idle.length,
+      usedRunners: context.used.length,
+      provisioningRunners: context.provisioning.length,
+      backingOff: snapshot.status === 'active' && snapshot.matches({ live: { pool: 'backingOff' } }),
+      failures: context.failures,
+      lastError: context.lastError ?? null,
+      lastStartupMs: context.lastStartupMs ?? null,
+      runners: context.runners.flatMap((runnerId) => {
+        const runner = this.runnerActor(runnerId);
+        return runner ? [runnerInfo(runner.getSnapshot().context, runnerState(runner.getSnapshot()))] : [];
+      }),
+    };
+  }
+
+  /** Poseidon's statistics: pool size, idle and used runners per environment. */
+  statistics(): Record<string, EnvironmentStatistics> {
+    return Object.fromEntries(
+      this.environments().map((e) => [String(e.id), { id: e.id, prewarmingPoolSize: e.spec.prewarmingPoolSize, idleRunners: e.idleRunners, usedRunners: e.usedRunners }]),
+    );
+  }
+
+  /**
+   * Creates the environment (its template job registered and placed, then its pool filled), or
+   * updates it (the template written again; idle runners of an older template replaced, used ones
+   * left alone). Resolves with whether it was created; rejects with InvalidEnvironmentError, a
+   * NomadError, or PlacementFailedError (the template could not be placed: nothing is left of it).
+   */
+  async putEnvironment(spec: EnvironmentSpec): Promise<{ created: boolean }> {
+    const resolved = checkEnvironmentSpec(spec);
+    await this.ready;
+    return this.queued(resolved.id, async () => {
+      this.checkRunning('the environment was written');
+      const existing = this.environmentActors.get(resolved.id);
+      if (existing !== undefined && existing.getSnapshot().status === 'active') {
+        if (environmentState(existing.getSnapshot()) === 'deleting') await this.until(existing, () => false);
+        else return { created: false, ...(await this.update(existing, resolved)) };
+      }
+      await this.create(resolved);
+      return { created: true };
+    });
+  }
+
+  /** Deletes the environment: every runner (used ones too) and the template purged. False when unknown. */
+  async deleteEnvironment(id: number): Promise<boolean> {
+    await this.ready;
+    return this.queued(id, async () => {
+      const actor = this.environmentActors.get(id);
+      if (actor === undefined || actor.getSnapshot().status !== 'active') return false;
+      actor.send({ type: 'DELETE' });
+      await this.until(actor, () => false);
+      return true;
+    });
+  }
+
+  /**
+   * An idle runner of the environment, at once (no Nomad round trip: its used mark is written behind
+   * the scenes, retried until Nomad takes it). Its inactivity timer starts now; 0 means none.
+   * Throws UnknownEnvironmentError, or NoIdleRunnerError when the pool is empty right now.
+   */
+  claim(environmentId: number, options: { inactivityTimeoutS?: number } = {}): Runner {
+    this.checkRunning('the claim');
+    const actor = this.environmentActors.get(environmentId);
+    if (actor === undefined || environmentState(actor.getSnapshot()) === 'deleting' || actor.getSnapshot().status !== 'active') {
+      throw new UnknownEnvironmentError(environmentId);
+    }
+    const timeoutS = options.inactivityTimeoutS ?? 0;
+    if (!(Number.isFinite(timeoutS) && timeoutS >= 0)) throw new RunnerPoolError(`inactivity timeout must be ≥ 0 seconds, not ${timeoutS}`);
+    const claimId = ++this.claimSeq;
+    actor.send({ type: 'CLAIM', claimId, timeoutMs: timeoutS * 1000, at: this.supervisor.clock.now() });
+    const answer = actor.getSnapshot().context.claim;
+    if (answer?.claimId !== claimId) throw new RunnerPoolError('the pool could not answer the claim: claim() was called while the pool was handling an event');
+    if (answer.runnerId === undefined) throw new NoIdleRunnerError(environmentId);
+    return new Runner(this.host, answer.runnerId, environmentId);
+  }
+
+  /** A runner of any environment by its ID (undefined when there is none, or it is gone). */
+  runner(runnerId: string): Runner | undefined {
+    const environmentId = environmentOfRunner(runnerId);
+    if (environmentId === undefined || this.runnerActor(runnerId) === undefined) return undefined;
+    return new Runner(this.host, runnerId, environmentId);
+  }
+
+  /** Like runner(), throwing UnknownRunnerError. */
+  requireRunner(runnerId: string): Runner {
+    const runner = this.runner(runnerId);
+    if (runner === undefined) throw new UnknownRunnerError(runnerId);
+    return runner;
+  }
+
+  /** Stops following the supervisor (its stop ends the actors); executions end. */
+  stop(): void {
+    this.shutDown();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private async create(spec: ResolvedEnvironmentSpec): Promise<void> {
+    const actor = this.spawnEnvironment(spec, true, []);
+    await this.until(actor, (snapshot) => environmentState(snapshot) !== 'registering');
+    const snapshot = actor.getSnapshot();
+    if (snapshot.status !== 'active') {
+      const message = snapshot.context.lastError ?? 'the environment could not be created';
+      this.report({ kind: 'environment-failed', environmentId: spec.id, message });
+      throw new RunnerPoolError(`environment ${spec.id}: ${message}`);
+    }
+  }
+
+  private async update(actor: EnvironmentActor, spec: ResolvedEnvironmentSpec): Promise<Record<string, never>> {
+    const requestId = ++this.updateSeq;
+    actor.send({ type: 'UPDATE', requestId, spec, templateKey: runnerTemplateKey(spec) });
+    await this.until(actor, (snapshot) => snapshot.context.update?.requestId === requestId);
+    const error = actor.getSnapshot().context.update?.error;
+    if (error !== undefined) throw new RunnerPoolError(`environment ${spec.id}: ${error}`);
+    return {};
+  }
+
+  private spawnEnvironment(spec: ResolvedEnvironmentSpec, register: boolean, recovered: Omit<RunnerInput, 'io' | 'spec'>[]): EnvironmentActor {
+    const newRunnerId = this.options.newRunnerId ?? ((id: number) => runnerJobId(id, randomUUID()));
+    this.supervisor.actor.send({
+      type: 'ENVIRONMENT.START',
+      environmentId: spec.id,
+      input: {
+        spec,
+        io: this.poolWrites,
+        templateKey: runnerTemplateKey(spec),
+        register,
+        recovered: recovered.map((runner) => ({ ...runner, spec, io: this.poolWrites })),
+        newRunnerId: () => newRunnerId(spec.id),
+        ...(this.options.backoff ? { backoff: this.options.backoff } : {}),
+      },
+    });
+    const actor = this.supervisor.actor.system.get(environmentActorId(spec.id)) as EnvironmentActor;
+    this.environmentActors.set(spec.id, actor);
+    actor.subscribe({
+      next: () => this.changeSubject.next(spec.id),
+      complete: () => {
+        if (this.environmentActors.get(spec.id) === actor) this.environmentActors.delete(spec.id);
+        this.changeSubject.next(spec.id);
+      },
+      error: () => this.environmentActors.delete(spec.id),
+    });
+    return actor;
+  }
+
+  /** Resolves once the actor's snapshot satisfies `done`, or it is no longer active. */
+  private until(actor: EnvironmentActor, done: (snapshot: ReturnType<EnvironmentActor['getSnapshot']>) => boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const check = (): boolean => {
+        const snapshot = actor.getSnapshot();
+        if (this.stopped && snapshot.status === 'stopped') {
+          reject(new PoolsStoppedError('the environment was written'));
+          return true;
+        }
+        if (snapshot.status !== 'active' || done(snapshot)) {
+          resolve();
+          return true;
+        }
+        return false;
+      };
+      if (check()) return;
+      const subscription = actor.subscribe({
+        next: () => void (check() && subscription.unsubscribe()),
+        complete: () => void (check() && subscription.unsubscribe()),
+        error: () => void (check() && subscription.unsubscribe()),
+      });
+    });
+  }
+
+  private queued<T>(id: number, work: () => Promise<T>): Promise<T> {
+    const previous = this.queues.get(id) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(work);
+    this.queues.set(id, next);
+    void next.finally(() => {
+      if (this.queues.get(id) === next) this.queues.delete(id);
+    }).catch(() => undefined);
+    return next;
+  }
+
+  private async recover(): Promise<void> {
+    try {
+      const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+      if (this.stopped) return;
+      for (const orphan of found.orphans) {
+        this.report({ kind: 'orphan-runner', jobId: orphan, message: `runner job ${orphan} belongs to no environment on the cluster; left alone` });
+      }
+      for (const environment of found.environments) this.spawnEnvironment(environment.spec, false, environment.runners);
+    } catch (error) {
+      this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${errorMessage(error)}` });
+    } finally {
+      this.recovering = false;
+      // Updates that came while the cluster was read, for runners found in it.
+      for (const allocation of this.early.values()) this.route(allocation);
+      this.early.clear();
+    }
+  }
+
+  /** A runner's allocation update goes to its actor (kept for later while recovering). */
+  private route(allocation: Allocation): void {
+    const namespace = this.supervisor.nomad.config.namespace ?? 'default';
+    if ((allocation.Namespace || 'default') !== namespace || environmentOfRunner(allocation.JobID) === undefined) return;
+    const actor = this.runnerActor(allocation.JobID);
+    if (actor === undefined) {
+      if (this.recovering) this.early.set(allocation.JobID, allocation);
+      return;
+    }
+    actor.send({ type: 'ALLOCATION.UPDATED', allocation: runnerAllocation(allocation, this.supervisor.clock.now()) });
+  }
+
+  private runnerActor(runnerId: string): RunnerActor | undefined {
+    if (this.stopped) return undefined;
+    const actor = this.supervisor.actor.system.get(runnerActorId(runnerId)) as RunnerActor | undefined;
+    return actor?.getSnapshot().status === 'active' ? actor : undefined;
+  }
+
+  private executionsOf(runnerId: string): Map<string, RunningExecution> {
+    let executions = this.running.get(runnerId);
+    if (executions === undefined) {
+      executions = new Map();
+      this.running.set(runnerId, executions);
+    }
+    return executions;
+  }
+
+  private endExecutions(runnerId: string, reason: StopReason): void {
+    const executions = this.running.get(runnerId);
+    this.running.delete(runnerId);
+    for (const execution of executions?.values() ?? []) {
+      execution.end(reason.kind === 'inactivity' ? { status: 'timeout', reason: 'inactivity' } : { status: 'failed', error: new RunnerPoolError(`runner ${runnerId}: ${reason.message}`) });
+    }
+  }
+
+  private settings(environmentId: number): ExecutionSettings {
+    const spec = this.environmentActors.get(environmentId)?.getSnapshot().context.spec;
+    const defaultDirectory = spec === undefined || spec.driver === 'docker' ? undefined : '$NOMAD_TASK_DIR';
+    return {
+      shell: this.options.shell ?? '/bin/bash',
+      setuser: this.options.setuser ?? DEFAULT_SETUSER,
+      workingDirectory: spec && this.options.workingDirectory ? this.options.workingDirectory(spec) : defaultDirectory,
+      graceMs: (this.options.executionGraceS ?? 3) * 1000,
+    };
+  }
+
+  private report(problem: PoolProblem): void {
+    this.problemSubject.next(problem);
+  }
+
+  private checkRunning(what: string): void {
+    if (this.stopped) throw new PoolsStoppedError(what);
+  }
+
+  private shutDown(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unfollow();
+    for (const runnerId of [...this.running.keys()]) this.endExecutions(runnerId, { kind: 'destroyed', message: 'the supervisor stopped', failure: false });
+    this.changeSubject.complete();
+    this.problemSubject.complete();
+  }
+}
+
+/** The runner pools of a supervisor (one per supervisor): recovered from the cluster, then kept. */
+export function createRunnerPools(supervisor: Supervisor, options: RunnerPoolsOptions = {}): RunnerPools {
+  return new RunnerPools(supervisor, options);
+}
+
+export type { EnvironmentContext };
