@@ -89,8 +89,11 @@ export class FakeNomad {
   readonly checks: FakeNomadChecks;
   readonly faults = new FaultSwitches();
   readonly broker: EventBroker;
-  /** Requests received and bytes written: with a client's WireTally, tells when both sides are quiet (quiet.ts). */
-  readonly activity = new ServerActivity();
+  /**
+   * Requests received, bytes written, commands running: with a client's WireTally, tells when both
+   * sides are quiet (quiet.ts).
+   */
+  readonly activity = new ServerActivity(() => (this.exec?.running.size ?? 0) > 0);
   private readonly sockets = new Set<Socket>();
   private readonly streams = new Set<EventStreamSession>();
   private readonly replays = new Set<ReplayHandle>();

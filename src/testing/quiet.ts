@@ -25,6 +25,9 @@ export class ServerActivity implements QuietProbe {
   private readonly sockets = new Set<Socket>();
   private written = 0;
 
+  /** `working`: whether the server has work of its own under way (FakeNomad: commands its exec runs). */
+  constructor(private readonly working: () => boolean = () => false) {}
+
   /** Counts what goes through a new connection. */
   watch(socket: Socket): void {
     this.sockets.add(socket);
@@ -42,7 +45,7 @@ export class ServerActivity implements QuietProbe {
 
   busy(): boolean {
     for (const socket of this.sockets) if (socket.writableLength > 0) return true;
-    return false;
+    return this.working();
   }
 }
 
@@ -126,15 +129,33 @@ function turn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** One server and the client that talks to it: a part of a QuietDriver. */
+export interface QuietPair {
+  readonly server: ServerActivity;
+  readonly client: WireTally;
+}
+
 export class QuietDriver {
+  private readonly pairs = new Set<QuietPair>();
+
   constructor(
     readonly clock: VirtualClock,
-    private readonly options: QuietDriverOptions,
+    private readonly options: QuietDriverOptions = { probes: [] },
   ) {}
+
+  /** Adds a server and its client (a fake cluster started later); returns the function that removes them. */
+  add(pair: QuietPair): () => void {
+    this.pairs.add(pair);
+    return () => this.pairs.delete(pair);
+  }
 
   /** Waits until the parts are quiet; true if they were, false if it gave up. */
   async quiet(): Promise<boolean> {
-    const { probes, arrived = () => true, turns = 3, maxTurns = 2_000 } = this.options;
+    const { turns = 3, maxTurns = 2_000 } = this.options;
+    const pairs = [...this.pairs];
+    const probes = [...this.options.probes, ...pairs.flatMap((pair) => [pair.server, pair.client])];
+    const given = this.options.arrived ?? (() => true);
+    const arrived = (): boolean => given() && pairs.every((pair) => pair.client.sent - pair.client.failed === pair.server.requests);
     let last = '';
     let still = 0;
     for (let i = 0; i < maxTurns; i++) {

@@ -66,7 +66,9 @@ export async function startHarness(
   const fake = await FakeNomad.start({ ...fakeOptions, clock });
   prepare?.(fake);
   const tally = new WireTally();
-  drivers.set(clock, new QuietDriver(clock, { probes: [fake.activity, tally], arrived: () => tally.sent - tally.failed === fake.activity.requests }));
+  const driver = new QuietDriver(clock);
+  driver.add({ server: fake.activity, client: tally });
+  drivers.set(clock, driver);
   // Without gzip every reply is plain socket I/O; gunzip runs on libuv's thread pool and could
   // finish after virtual time has moved on.
   const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false, wire: tally.layer });
