@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
-const BENCHMARKS = ['health-machine', 'event-stream', 'exec', 'exec-startup', 'supervisor', 'pools'] as const;
+const BENCHMARKS = ['health-machine', 'event-stream', 'exec', 'exec-startup', 'supervisor', 'pools', 'soak'] as const;
 const here = dirname(fileURLToPath(import.meta.url));
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));

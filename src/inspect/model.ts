@@ -19,7 +19,7 @@ import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluatio
 import type { ExecSessionContext } from '../../machines/execSession.js';
 import { childOfActorId } from '../../machines/supervisor.js';
 import type { Clock } from '../clock/index.js';
-import { BoundedHistory } from '../supervisor/boundedHistory.js';
+import { BoundedHistory } from '../boundedHistory.js';
 import type { SupervisedAllocation, Supervisor } from '../supervisor/supervisor.js';
 import type { Deployment } from '../nomad/types.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictOutcome, VerdictRecord } from '../supervisor/types.js';

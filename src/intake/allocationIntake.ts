@@ -18,7 +18,7 @@ import { Subject, type Observable } from 'rxjs';
 import { checksRequired } from '../../machines/allocationHealthRules.js';
 import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
-import type { Clock } from '../clock/index.js';
+import type { Clock, TimerHandle } from '../clock/index.js';
 import type { ServiceCheckSources } from '../nomadChecks/checkSources.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { judgeSight } from '../health/historyFeed.js';
@@ -27,7 +27,7 @@ import type { HealthChange, HealthRegistry } from '../health/registry.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Allocation, Job, TaskGroup } from '../nomad/types.js';
 import type { JobCache } from '../streams/jobCache.js';
-import { BoundedHistory } from '../supervisor/boundedHistory.js';
+import { BoundedHistory } from '../boundedHistory.js';
 import { InPlaceMoves, type MovingUpdate } from '../supervisor/inPlaceMoves.js';
 import type { Logger } from '../supervisor/logger.js';
 import type { ResolvedScope } from '../supervisor/scope.js';
@@ -120,15 +120,23 @@ export class AllocationIntake {
   /** The latest update of allocations whose job is being looked up. */
   private readonly resolving = new Map<string, Allocation>();
   /** The update that moved an allocation into another deployment, until it is watched again from it. */
-  private readonly rewatches = new Map<string, MovingUpdate>();
-  /** Allocations whose job could not be had, reported once each (later updates try again quietly). */
+  private readonly rewatches: BoundedHistory<MovingUpdate>;
+  /** Admitted allocations whose client has not reported them yet (the oldest forgotten first: one may never come). */
+  private readonly awaitingClient: BoundedHistory<true>;
+  /** Allocations whose job could not be had, reported once each. */
   private readonly jobFailures: BoundedHistory<string>;
+  /** Their latest update, looked up again once the failure is forgotten (or at their next update). */
+  private readonly awaitingJob: BoundedHistory<Allocation>;
+  private retryTimer: TimerHandle | undefined;
   private readonly moves: InPlaceMoves;
   private stopped = false;
 
   constructor(private readonly options: AllocationIntakeOptions) {
     this.book = new VerdictBook(options.historySize);
     this.jobFailures = new BoundedHistory(options.historySize);
+    this.rewatches = new BoundedHistory(options.historySize);
+    this.awaitingClient = new BoundedHistory(options.historySize);
+    this.awaitingJob = new BoundedHistory(options.historySize);
     this.moves = new InPlaceMoves(options.nomad, options.historySize);
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
@@ -226,6 +234,9 @@ export class AllocationIntake {
     this.admitted.clear();
     this.resolving.clear();
     this.rewatches.clear();
+    this.awaitingClient.clear();
+    this.awaitingJob.clear();
+    if (this.retryTimer !== undefined) this.options.clock.clearTimeout(this.retryTimer);
     this.book.failAll((allocId) => new SupervisorStoppedError(`the verdict of ${allocId}`));
     this.verdictSubject.complete();
     this.changeSubject.complete();
@@ -247,6 +258,7 @@ export class AllocationIntake {
   }
 
   private resolve(id: string, allocation: Allocation): void {
+    this.awaitingJob.delete(id);
     this.resolving.set(id, allocation);
     // Never watched before: it may have been moved in place before we started.
     const moved = this.rewatches.has(id) ? undefined : this.moves.movedBy(allocation);
@@ -267,11 +279,27 @@ export class AllocationIntake {
           return;
         }
         this.options.onSettled?.();
+        this.retryLater(id, latest);
         if (this.jobFailures.get(id) === message) return;
         this.jobFailures.set(id, message);
         this.options.report({ kind: 'job-unavailable', allocId: id, message });
       },
     );
+  }
+
+  /**
+   * The job could not be had (Nomad unreachable, a 5xx): the allocation's latest update is looked up
+   * again once the job cache forgets the failure, whether or not another update comes.
+   */
+  private retryLater(id: string, allocation: Allocation): void {
+    this.awaitingJob.set(id, allocation);
+    if (this.retryTimer !== undefined) return;
+    this.retryTimer = this.options.clock.setTimeout(() => {
+      this.retryTimer = undefined;
+      const due = [...this.awaitingJob.entries()];
+      this.awaitingJob.clear();
+      for (const [allocId, latest] of due) if (!this.admitted.has(allocId) && !this.resolving.has(allocId)) this.receive(latest);
+    }, this.options.jobs.failureTtlMs);
   }
 
   private admit(id: string, job: Job, askedFor: Allocation): void {
@@ -299,6 +327,8 @@ export class AllocationIntake {
     const opening = { rewatchedFrom: rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy) };
     const admitted: Admitted = { ref: refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening };
     this.admitted.set(id, admitted);
+    const forgotten = this.awaitingClient.set(id, true);
+    if (forgotten !== undefined && this.admitted.get(forgotten)?.opening !== undefined) this.admitted.delete(forgotten);
     this.judge(id, admitted, allocation);
   }
 
@@ -326,11 +356,13 @@ export class AllocationIntake {
         const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
         if (stopping || CLIENT_TERMINAL.has(allocation.ClientStatus)) {
           this.admitted.delete(id);
+          this.awaitingClient.delete(id);
           this.markUnjudged({ alloc: admitted.ref, reason: 'it ended before its client ever reported it: Nomad never watched it' });
         }
         return;
       }
       delete admitted.opening;
+      this.awaitingClient.delete(id);
       if (live && sight.kind === 'judging' && sight.newestEventAt !== null) this.options.noteLag?.(this.options.clock.now() - sight.newestEventAt);
       if (sight.kind === 'undetermined') {
         this.admitted.delete(id);

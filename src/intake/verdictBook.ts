@@ -3,7 +3,7 @@
  * last `capacity` of each, oldest forgotten first, so the book does not grow with the cluster's
  * lifetime. Waiters for a verdict are answered as it comes, or told why it will not.
  */
-import { BoundedHistory } from '../supervisor/boundedHistory.js';
+import { BoundedHistory } from '../boundedHistory.js';
 import { AllocationNotJudgedError } from '../supervisor/errors.js';
 import type { AllocationRef, VerdictRecord } from './types.js';
 

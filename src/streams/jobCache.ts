@@ -21,6 +21,7 @@ import { NomadError } from '../nomad/errors.js';
 import { isDeploymentEvent, isJobEvent } from '../nomad/eventFrames.js';
 import type { Allocation, Deployment, Job, JobEvent, NomadEvent } from '../nomad/types.js';
 import { errorMessage } from '../errorMessage.js';
+import { BoundedHistory } from '../boundedHistory.js';
 
 /**
  * Whether a Job event is a purge: `Deleted: true` (Nomad 2.0+), or (Nomad 1.8+, which publishes the
@@ -76,11 +77,12 @@ export class JobCache {
   private readonly inFlight = new Map<string, Promise<unknown>>();
   /** Deployment ID → its job version, or the time until which a failed lookup is not repeated. */
   private readonly deployments = new Map<string, { version: number } | { until: number }>();
-  /** Version → JobModifyIndex per job, for the registration-order rule. */
-  private readonly registrations = new Map<string, Map<number, number>>();
+  /** Version → JobModifyIndex per job, for the registration-order rule (the last maxEntries jobs). */
+  private readonly registrations: BoundedHistory<Map<number, number>>;
   private readonly clock: Clock;
   private readonly maxEntries: number;
-  private readonly failureTtlMs: number;
+  /** How long a failed lookup is remembered before it is asked again. */
+  readonly failureTtlMs: number;
 
   constructor(
     private readonly source: JobSource,
@@ -89,6 +91,7 @@ export class JobCache {
     this.clock = options.clock ?? systemClock;
     this.maxEntries = options.maxEntries ?? 2_000;
     this.failureTtlMs = options.failureTtlMs ?? 30_000;
+    this.registrations = new BoundedHistory(this.maxEntries);
   }
 
   /** Takes what an event carries: the Job of Job events (a purge forgets it), the job version of Deployment events. */

@@ -7,7 +7,7 @@
 import type { NomadClient } from '../nomad/client.js';
 import type { Allocation, Deployment } from '../nomad/types.js';
 import { isNanoTime } from '../health/nomadTime.js';
-import { BoundedHistory } from './boundedHistory.js';
+import { BoundedHistory } from '../boundedHistory.js';
 
 /** The update that moved an allocation into a deployment: the deployment, and when (its ModifyTime). */
 export type MovingUpdate = Pick<Allocation, 'DeploymentID' | 'ModifyTime'>;

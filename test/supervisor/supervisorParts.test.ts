@@ -1,4 +1,4 @@
-import { BoundedHistory } from '../../src/supervisor/boundedHistory.js';
+import { BoundedHistory } from '../../src/boundedHistory.js';
 import { structuredLogger, type LogFields } from '../../src/supervisor/logger.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
 import { registerAddressCredentials } from '../../src/secrets.js';

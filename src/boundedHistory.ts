@@ -17,13 +17,19 @@ export class BoundedHistory<V> {
     return this.map.get(key);
   }
 
-  set(key: string, value: V): void {
+  has(key: string): boolean {
+    return this.map.has(key);
+  }
+
+  /** Stores `value` under `key` (the newest now); returns the key it forgot to make room, if any. */
+  set(key: string, value: V): string | undefined {
     this.map.delete(key);
     this.map.set(key, value);
-    if (this.map.size > this.capacity) {
-      const oldest = this.map.keys().next();
-      if (!oldest.done) this.map.delete(oldest.value);
-    }
+    if (this.map.size <= this.capacity) return undefined;
+    const oldest = this.map.keys().next();
+    if (oldest.done) return undefined;
+    this.map.delete(oldest.value);
+    return oldest.value;
   }
 
   delete(key: string): boolean {
