@@ -95,4 +95,7 @@ export type { SupervisorInput } from './inputs.js';
 export type { EventStreamMonitor } from './nomadSource.js';
 export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
 export { ShardError, shardOf, type JobShard, type SupervisorScope } from './scope.js';
-export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
+export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictOutcome, VerdictRecord } from './types.js';
+export type { DeploymentGatesOptions } from '../deployments/deploymentGates.js';
+export type { UnjudgedAllocation } from '../deployments/deploymentWatch.js';
+export { FreshnessHorizon, type FreshnessOptions } from '../intake/freshness.js';

@@ -16,3 +16,4 @@ export { JobSpecError } from './nomad/jobSpec.js';
 export { ReplayLineError, type ReplayHandle, type ReplayOptions, type ReplayTransform } from './nomad/replay.js';
 export { parseLossless, stringifyLossless, type LosslessJson } from './losslessJson.js';
 export * from './recording.js';
+export { QuietDriver, ServerActivity, WireTally, type QuietDriverOptions, type QuietPair, type QuietProbe } from './quiet.js';
