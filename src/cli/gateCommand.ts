@@ -17,12 +17,13 @@ import { withoutCredentials } from '../secrets.js';
 
 /**
  * `warden gate <job> [--version N] [--fail-fast]`: a deploy gate for CI/CD. Waits for the job
- * version's deployment as Warden judges it (its own allocation verdicts, not Nomad's health flags,
- * with the rules of Nomad's deployment watcher) and exits 0 when healthy; 1 with the reasons when
- * not (no progress by the progress deadline, an unhealthy allocation with progress_deadline 0 or
- * --fail-fast, a placement failure, Nomad ending the deployment, an unknown job, no answer within
- * --timeout); 2 when Nomad could not be reached; 3 when the canaries are healthy and the deployment
- * waits for a manual promotion; 130 (143) when Ctrl-C (SIGTERM) ended the wait. Errors go to stderr.
+ * version's deployment to end as Nomad ends it (its own status has the final word: a gate never
+ * contradicts it), with Warden's verdicts of its allocations for the reasons, and exits 0 when
+ * successful; 1 with the reasons when not (failed or cancelled, in Nomad's words, each allocation
+ * Warden judged unhealthy with its per-task reasons; --fail-fast: the first unhealthy allocation or
+ * a group that cannot be placed; an unknown job; no answer within --timeout); 2 when Nomad could not
+ * be reached; 3 when Nomad counts every canary healthy and the deployment waits for a manual
+ * promotion; 130 (143) when Ctrl-C (SIGTERM) ended the wait. Errors go to stderr.
  */
 
 export interface GateOptions {
@@ -31,7 +32,7 @@ export interface GateOptions {
   /** Give up after this many seconds (default 900). */
   timeout?: number;
   json?: boolean;
-  /** Fail at the first unhealthy allocation instead of at Nomad's progress deadline. */
+  /** Fail at the first unhealthy allocation (or unplaceable group) instead of waiting for Nomad to end the deployment. */
   failFast?: boolean;
 }
 
@@ -106,13 +107,13 @@ export function registerGateCommand(program: Command): void {
   program
     .command('gate')
     .description(
-      "Wait for a job's deployment as Nomad's deployment watcher judges it: exit 0 when healthy, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion, 130 when interrupted",
+      "Wait for a job's deployment to end as Nomad ends it, with Warden's reasons: exit 0 when successful, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion, 130 when interrupted",
     )
     .argument('<job>', 'job id')
     .option('--version <n>', 'job version to judge (default: the current one)', nonNegativeInteger)
     .option('-n, --namespace <namespace>', 'namespace (default NOMAD_NAMESPACE or "default")')
     .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
-    .option('--fail-fast', 'fail at the first unhealthy allocation instead of at the progress deadline')
+    .option('--fail-fast', 'fail at the first unhealthy allocation (or group that cannot be placed) instead of waiting for Nomad to end the deployment')
     .option('--json', 'print the result as one JSON object')
     .option('--record <file>', 'write everything the gate reads to <file> (tokens never written), to replay it later')
     .option('--replay <file>', 'judge over a recording (warden record, gate --record) instead of a cluster, on a simulated clock')
