@@ -41,6 +41,55 @@ export interface NomadWire {
 /** Wraps or replaces the network under a transport (a recorder wraps it, a replay replaces it). */
 export type WireLayer = (network: NomadWire) => NomadWire;
 
+/** What a wire layer watching an answer is told of its body (tapResponse). */
+export interface ResponseTap {
+  /** The whole body, read as text. */
+  text?(text: string): void;
+  /** A piece of the body, read as it came. */
+  chunk?(chunk: Uint8Array): void;
+  /** The body is over: read to its end, failed (`error`), or left unread by its reader (`stopped`). */
+  end?(how: { error?: unknown; stopped?: true }): void;
+}
+
+/** The same answer, its body reported to `tap` as it is read: how a layer watches without changing it. */
+export function tapResponse(response: WireResponse, tap: ResponseTap): WireResponse {
+  return {
+    statusCode: response.statusCode,
+    headers: response.headers,
+    text: async () => {
+      let text: string;
+      try {
+        text = await response.text();
+      } catch (error) {
+        tap.end?.({ error });
+        throw error;
+      }
+      tap.text?.(text);
+      tap.end?.({});
+      return text;
+    },
+    chunks: () => tappedChunks(response.chunks(), tap),
+  };
+}
+
+async function* tappedChunks(source: AsyncIterable<Uint8Array>, tap: ResponseTap): AsyncIterable<Uint8Array> {
+  let ended = false;
+  try {
+    for await (const chunk of source) {
+      tap.chunk?.(chunk);
+      yield chunk;
+    }
+    ended = true;
+    tap.end?.({});
+  } catch (error) {
+    ended = true;
+    tap.end?.({ error });
+    throw error;
+  } finally {
+    if (!ended) tap.end?.({ stopped: true });
+  }
+}
+
 export function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;

@@ -9,7 +9,7 @@
  * its server. A request parked on purpose (a blocking query waiting on the clock) counts as arrived.
  */
 import type { Socket } from 'node:net';
-import type { NomadWire, WireLayer, WireRequest, WireResponse } from '../nomad/wire.js';
+import { tapResponse, type NomadWire, type WireLayer, type WireRequest, type WireResponse } from '../nomad/wire.js';
 import type { VirtualClock } from '../clock/virtualClock.js';
 
 export interface QuietProbe {
@@ -86,31 +86,17 @@ export class WireTally implements QuietProbe {
   }
 
   private counted(response: WireResponse): WireResponse {
-    return {
-      statusCode: response.statusCode,
-      headers: response.headers,
-      text: async () => {
-        try {
-          const text = await response.text();
-          this.received += text.length;
-          return text;
-        } finally {
-          this.settled++;
-        }
+    return tapResponse(response, {
+      text: (text) => {
+        this.received += text.length;
       },
-      chunks: () => this.countChunks(response.chunks()),
-    };
-  }
-
-  private async *countChunks(chunks: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-    try {
-      for await (const chunk of chunks) {
+      chunk: (chunk) => {
         this.received += chunk.length;
-        yield chunk;
-      }
-    } finally {
-      this.settled++;
-    }
+      },
+      end: () => {
+        this.settled++;
+      },
+    });
   }
 }
 

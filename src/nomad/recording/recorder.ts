@@ -11,7 +11,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { Clock } from '../../clock/index.js';
 import { errorMessage } from '../../errorMessage.js';
 import { scrubSecrets } from '../../secrets.js';
-import type { NomadWire, WireLayer, WireRequest, WireResponse } from '../wire.js';
+import { tapResponse, type NomadWire, type WireLayer, type WireRequest, type WireResponse } from '../wire.js';
 import { RECORDING_FORMAT, RECORDING_VERSION, type RecordingEntry, type RecordingHeader } from './format.js';
 
 export interface TrafficRecorderOptions {
@@ -91,49 +91,26 @@ export class TrafficRecorder {
       throw error;
     }
     this.note({ type: 'response', id, origin, method, path, status: response.statusCode, headers: metaHeaders(response.headers) });
-    return {
-      statusCode: response.statusCode,
-      headers: response.headers,
-      text: async () => {
-        try {
-          const text = await response.text();
-          this.note({ type: 'body', id, text: this.clean(text) });
-          return text;
-        } catch (error) {
-          this.noteEnd(id, error, request.signal);
-          throw error;
-        }
-      },
-      chunks: () => this.chunks(id, response.chunks(), request.signal),
-    };
-  }
-
-  private noteEnd(id: number, error: unknown, signal: AbortSignal): void {
-    this.note({ type: 'end', id, error: this.clean(errorMessage(error)), ...(signal.aborted ? { aborted: true } : {}) });
-  }
-
-  /** Notes each piece as text: a character cut between two chunks is noted whole with the second. */
-  private async *chunks(id: number, source: AsyncIterable<Uint8Array>, signal: AbortSignal): AsyncIterable<Uint8Array> {
+    // Pieces are noted as text: a character cut between two chunks is noted whole with the second.
     const decoder = new StringDecoder('utf8');
-    let ended = false;
-    try {
-      for await (const chunk of source) {
-        const text = decoder.write(Buffer.from(chunk));
-        if (text !== '') this.note({ type: 'chunk', id, text: this.clean(text) });
-        yield chunk;
-      }
-      const rest = decoder.end();
-      if (rest !== '') this.note({ type: 'chunk', id, text: this.clean(rest) });
-      this.note({ type: 'end', id });
-      ended = true;
-    } catch (error) {
-      this.noteEnd(id, error, signal);
-      ended = true;
-      throw error;
-    } finally {
-      // The reader stopped reading (it had what it wanted): in a replay it stops at the same point.
-      if (!ended) this.note({ type: 'end', id, aborted: true });
-    }
+    const noteText = (text: string): void => {
+      if (text !== '') this.note({ type: 'chunk', id, text: this.clean(text) });
+    };
+    let chunked = false;
+    return tapResponse(response, {
+      text: (text) => this.note({ type: 'body', id, text: this.clean(text) }),
+      chunk: (chunk) => {
+        chunked = true;
+        noteText(decoder.write(Buffer.from(chunk)));
+      },
+      end: ({ error, stopped }) => {
+        if (chunked) noteText(decoder.end());
+        // A reader that stopped reading (it had what it wanted) stops at the same point in a replay.
+        if (stopped) this.note({ type: 'end', id, aborted: true });
+        else if (error !== undefined) this.note({ type: 'end', id, error: this.clean(errorMessage(error)), ...(request.signal.aborted ? { aborted: true } : {}) });
+        else if (chunked) this.note({ type: 'end', id });
+      },
+    });
   }
 }
 
