@@ -73,7 +73,13 @@ function signalGroup(pid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pid, signal);
   } catch {
-    // Already gone.
+    // No such group: gone, or only just forked and not yet its own group (under load a hang-up can
+    // come that soon): then the process itself, which has started nothing yet.
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
   }
 }
 
