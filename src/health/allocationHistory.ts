@@ -246,6 +246,8 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   let previous: AllocationView | undefined = base?.view;
   const push = (at: number, view: AllocationView): void => {
     if (previous !== undefined && sameAllocationView(previous, view)) return;
+    // Two views of one instant (a task's finish and the copy's own fields): the later says it all.
+    if (views.at(-1)?.at === at) views.pop();
     views.push({ at, view });
     previous = view;
   };
