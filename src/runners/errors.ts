@@ -1,5 +1,6 @@
 /** Typed errors of the runner pools (undici style: a name, a stable code, the context that matters). */
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
+import type { StopReason, StopReasonKind } from '../../machines/runnerTypes.js';
 
 export class RunnerPoolError extends Error {
   override name = 'RunnerPoolError';
@@ -50,6 +51,24 @@ export class RunnerUnavailableError extends RunnerPoolError {
     readonly reason: string,
   ) {
     super(`runner ${runnerId} ${reason}`);
+  }
+}
+
+/**
+ * An execution ended because its runner stopped under it: destroyed, retired, its allocation ended
+ * or failed (`kind` says which, so an API can tell its client in its own words).
+ */
+export class RunnerStoppedError extends RunnerPoolError {
+  override name = 'RunnerStoppedError';
+  override readonly code = 'WARDEN_RUNNER_STOPPED';
+  readonly kind: StopReasonKind;
+
+  constructor(
+    readonly runnerId: string,
+    reason: StopReason,
+  ) {
+    super(`runner ${runnerId}: ${reason.message}`);
+    this.kind = reason.kind;
   }
 }
 

@@ -44,6 +44,13 @@ export interface Execution {
   readonly outcome: Promise<ExecutionOutcome>;
   /** Ends it (the session closed); the outcome is a failure naming the cancellation. */
   cancel(reason?: string): void;
+  /**
+   * Stops it as a time limit does (its client went away, as Poseidon handles a closed WebSocket):
+   * under a tty SIGQUIT and the grace period, after which the session ends and a command that would
+   * not stop takes its runner with it; without a tty the session ends at once. The outcome is a
+   * failure naming the interruption.
+   */
+  interrupt(reason?: string): void;
 }
 
 /** How executions run in a runner (the pool's options). */
@@ -132,21 +139,30 @@ export function startExecution(start: StartExecution): RunningExecution {
     clearTimers();
   });
 
+  // Poseidon's way to stop a command: under a tty, SIGQUIT and a grace period (then the session
+  // ends, and a command that would not stop takes its runner); without one, the session ends at once.
+  let stopping = false;
+  const stopCommand = (): void => {
+    if (stopping || exited) return;
+    stopping = true;
+    if (!tty) return stop.abort();
+    try {
+      session.stdin.write(SIGQUIT_CHARACTER);
+    } catch {
+      // stdin already ended: the grace period decides.
+    }
+    timers.push(clock.setTimeout(() => {
+      if (exited) return;
+      stop.abort();
+      start.onStuck();
+    }, settings.graceMs));
+  };
+
   const limitMs = (options.timeLimitS ?? 0) * 1000;
   if (limitMs > 0) {
     timers.push(clock.setTimeout(() => {
       settle({ status: 'timeout', reason: 'time-limit' });
-      if (!tty) return stop.abort();
-      try {
-        session.stdin.write(SIGQUIT_CHARACTER);
-      } catch {
-        // stdin already ended: the grace period decides.
-      }
-      timers.push(clock.setTimeout(() => {
-        if (exited) return;
-        stop.abort();
-        start.onStuck();
-      }, settings.graceMs));
+      stopCommand();
     }, limitMs));
   }
 
@@ -160,6 +176,10 @@ export function startExecution(start: StartExecution): RunningExecution {
     cancel: (reason = 'the execution was cancelled') => {
       settle({ status: 'failed', error: new ExecutionCancelledError(reason) });
       stop.abort();
+    },
+    interrupt: (reason = 'the execution was interrupted') => {
+      settle({ status: 'failed', error: new ExecutionCancelledError(reason) });
+      stopCommand();
     },
     end: (result) => {
       settle(result);

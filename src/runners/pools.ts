@@ -20,7 +20,7 @@ import { DEFAULT_SETUSER } from '../exec/executionOptions.js';
 import type { Allocation } from '../nomad/types.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { errorMessage } from '../errorMessage.js';
-import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, UnknownEnvironmentError, UnknownRunnerError } from './errors.js';
+import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, RunnerStoppedError, UnknownEnvironmentError, UnknownRunnerError } from './errors.js';
 import type { ExecutionSettings, RunningExecution } from './execution.js';
 import { JobWrites } from './jobWrites.js';
 import { PoolWrites } from './poolWrites.js';
@@ -75,6 +75,12 @@ export interface EnvironmentStatistics {
   usedRunners: number;
 }
 
+export interface RunnerStartup {
+  environmentId: number;
+  /** From its allocation pending to running. */
+  startupMs: number;
+}
+
 export interface PoolProblem {
   kind: 'orphan-runner' | 'recovery-failed' | 'template-placement' | 'environment-failed';
   message: string;
@@ -97,9 +103,12 @@ export class RunnerPools {
   /** An environment (or one of its runners) changed: its ID. */
   readonly changes$: Observable<number>;
   readonly problems$: Observable<PoolProblem>;
+  /** A runner became idle: how long it took from pending to running (Poseidon's startup duration). */
+  readonly startups$: Observable<RunnerStartup>;
 
   private readonly changeSubject = new Subject<number>();
   private readonly problemSubject = new Subject<PoolProblem>();
+  private readonly startupSubject = new Subject<RunnerStartup>();
   private readonly writes: JobWrites;
   private readonly poolWrites: PoolWrites;
   private readonly environmentActors = new Map<number, EnvironmentActor>();
@@ -110,7 +119,8 @@ export class RunnerPools {
   private readonly early = new Map<string, Allocation>();
   private readonly host: RunnerHost;
   private readonly unfollow: () => void;
-  private recovering = true;
+  /** Cluster reads in progress (the recovery, fetches): allocation updates of runners not known yet are kept meanwhile. */
+  private reading = 1;
   private stopped = false;
   private claimSeq = 0;
   private updateSeq = 0;
@@ -121,6 +131,7 @@ export class RunnerPools {
   ) {
     this.changes$ = this.changeSubject.asObservable();
     this.problems$ = this.problemSubject.asObservable();
+    this.startups$ = this.startupSubject.asObservable();
     this.writes = new JobWrites(supervisor.nomad, (evalId) => supervisor.monitorEvaluation(evalId));
     this.poolWrites = new PoolWrites(this.writes, {
       report: (message) => this.report({ kind: 'template-placement', message }),
@@ -242,6 +253,32 @@ export class RunnerPools {
     return runner;
   }
 
+  /**
+   * Reads the cluster's environments again (Poseidon's `fetch`): environments whose template job
+   * someone else wrote since these pools started (another Warden, a Poseidon, `nomad job run`) are
+   * adopted with their runners, as a restart would recover them. Known environments stay as they
+   * are. Resolves with the IDs adopted; rejects with the NomadError that stopped the reading.
+   */
+  async fetchEnvironments(): Promise<number[]> {
+    await this.ready;
+    this.checkRunning('the environments were fetched');
+    this.reading += 1;
+    const adopted: number[] = [];
+    try {
+      const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+      for (const environment of found.environments) {
+        const { id } = environment.spec;
+        if (this.environmentActors.has(id) || this.queues.has(id)) continue;
+        this.checkRunning('the environments were fetched');
+        this.spawnEnvironment(environment.spec, false, environment.runners);
+        adopted.push(id);
+      }
+    } finally {
+      this.doneReading();
+    }
+    return adopted;
+  }
+
   /** Stops following the supervisor (its stop ends the actors); executions end. */
   stop(): void {
     this.shutDown();
@@ -286,8 +323,14 @@ export class RunnerPools {
     });
     const actor = this.supervisor.actor.system.get(environmentActorId(spec.id)) as EnvironmentActor;
     this.environmentActors.set(spec.id, actor);
+    let started = actor.getSnapshot().context.started;
     actor.subscribe({
-      next: () => this.changeSubject.next(spec.id),
+      next: ({ context }) => {
+        // One RUNNER.IDLE a step: each startup is seen once.
+        if (context.started > started && context.lastStartupMs !== undefined) this.startupSubject.next({ environmentId: spec.id, startupMs: context.lastStartupMs });
+        started = context.started;
+        this.changeSubject.next(spec.id);
+      },
       complete: () => {
         if (this.environmentActors.get(spec.id) === actor) this.environmentActors.delete(spec.id);
         this.changeSubject.next(spec.id);
@@ -342,11 +385,17 @@ export class RunnerPools {
     } catch (error) {
       this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${errorMessage(error)}` });
     } finally {
-      this.recovering = false;
-      // Updates that came while the cluster was read, for runners found in it.
-      for (const allocation of this.early.values()) this.route(allocation);
-      this.early.clear();
+      this.doneReading();
     }
+  }
+
+  private doneReading(): void {
+    this.reading -= 1;
+    if (this.reading > 0) return;
+    // Updates that came while the cluster was read, for runners found in it.
+    const early = [...this.early.values()];
+    this.early.clear();
+    for (const allocation of early) this.route(allocation);
   }
 
   /** A runner's allocation update goes to its actor (kept for later while recovering). */
@@ -355,7 +404,7 @@ export class RunnerPools {
     if ((allocation.Namespace || 'default') !== namespace || environmentOfRunner(allocation.JobID) === undefined) return;
     const actor = this.runnerActor(allocation.JobID);
     if (actor === undefined) {
-      if (this.recovering) this.early.set(allocation.JobID, allocation);
+      if (this.reading > 0) this.early.set(allocation.JobID, allocation);
       return;
     }
     actor.send({ type: 'ALLOCATION.UPDATED', allocation: runnerAllocation(allocation, this.supervisor.clock.now()) });
@@ -380,7 +429,7 @@ export class RunnerPools {
     const executions = this.running.get(runnerId);
     this.running.delete(runnerId);
     for (const execution of executions?.values() ?? []) {
-      execution.end(reason.kind === 'inactivity' ? { status: 'timeout', reason: 'inactivity' } : { status: 'failed', error: new RunnerPoolError(`runner ${runnerId}: ${reason.message}`) });
+      execution.end(reason.kind === 'inactivity' ? { status: 'timeout', reason: 'inactivity' } : { status: 'failed', error: new RunnerStoppedError(runnerId, reason) });
     }
   }
 
@@ -410,6 +459,7 @@ export class RunnerPools {
     for (const runnerId of [...this.running.keys()]) this.endExecutions(runnerId, { kind: 'destroyed', message: 'the supervisor stopped', failure: false });
     this.changeSubject.complete();
     this.problemSubject.complete();
+    this.startupSubject.complete();
   }
 }
 

@@ -10,7 +10,7 @@
  */
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -209,6 +209,8 @@ export class FakeNomad {
     const options = this.options.exec;
     if (options === false) return;
     const root = options?.root ?? (this.execRoot = mkdtempSync(join(tmpdir(), 'fakenomad-alloc-')));
+    // As Nomad's data dir: other users (an execution's unprivileged one) may pass through to their allocation.
+    if (options?.root === undefined) chmodSync(root, 0o755);
     this.allocRoot = root;
     this.exec = attachFakeExec(this.server as HttpServer, {
       clock: this.clock,

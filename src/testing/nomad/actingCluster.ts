@@ -14,7 +14,7 @@
  * - dynamic ports get host ports (20000 up, on 127.0.0.1) in AllocatedResources.Shared.Ports.
  * Scripting the cluster by hand still works beside it; without `acting`, nothing happens by itself.
  */
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../../clock/index.js';
 import type { Allocation, Evaluation } from '../../nomad/types.js';
@@ -257,9 +257,17 @@ export class ActingCluster {
     if (alloc === undefined || alloc.DesiredStatus !== 'run' || alloc.ClientStatus !== 'pending') return;
     const tasks = (alloc.Job?.TaskGroups ?? []).find((group) => group.Name === alloc.TaskGroup)?.Tasks ?? [];
     if (this.options.allocRoot !== undefined) {
-      // Task Setup: "Building Task Directory".
-      mkdirSync(join(this.options.allocRoot, allocId, 'alloc'), { recursive: true });
-      for (const task of tasks) mkdirSync(join(this.options.allocRoot, allocId, task.Name, 'local'), { recursive: true });
+      // Task Setup: "Building Task Directory". Modes as Nomad's allocdir gives them: the allocation's
+      // own directory 0755, the shared alloc/ and each task's directories 0777, so a task's
+      // unprivileged user (an execution's setuser) can enter and write them.
+      const allocDir = join(this.options.allocRoot, allocId);
+      mkdirSync(allocDir, { recursive: true });
+      chmodSync(allocDir, 0o755);
+      const writable = [join(allocDir, 'alloc'), ...tasks.flatMap((task) => [join(allocDir, task.Name), join(allocDir, task.Name, 'local')])];
+      for (const dir of writable) {
+        mkdirSync(dir, { recursive: true });
+        chmodSync(dir, 0o777);
+      }
     }
     this.cluster.receiveAllocation(allocId);
     this.after(`start:${allocId}`, this.delays.startDelayMs, () => this.start(allocId, tasks[0]?.Name));
