@@ -10,6 +10,7 @@ export * from './consul/index.js';
 export * from './exec/index.js';
 export * from './supervisor/index.js';
 export * from './runners/index.js';
+export * from './api/index.js';
 export * from './inspect/index.js';
 export { REDACTED, registerSecret, scrubSecrets, withoutCredentials } from './secrets.js';
 export { allocationHealthMachine } from '../machines/allocationHealth.js';

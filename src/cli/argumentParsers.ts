@@ -17,6 +17,13 @@ export function positiveNumber(text: string): number {
   return value;
 }
 
+/** A fraction in [0, 1). */
+export function fraction(text: string): number {
+  const value = Number(text);
+  if (!(value >= 0 && value < 1)) throw new InvalidArgumentError('expected a fraction in [0, 1), e.g. 0.5');
+  return value;
+}
+
 export function nonNegativeInteger(text: string): number {
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 0) throw new InvalidArgumentError('expected a non-negative integer');
@@ -39,4 +46,11 @@ export function jobShard(text: string): JobShard {
   const count = Number(match?.[2]);
   if (match === null || !(count >= 1) || index >= count) throw new InvalidArgumentError('expected i/n with 0 <= i < n (this process judges shard i of n), e.g. 0/3');
   return { index, count };
+}
+
+/** `--setuser '/sbin/setuser user'`: the wrapper's argv, split on whitespace. */
+export function argvWords(text: string): string[] {
+  const words = text.split(/\s+/).filter((word) => word !== '');
+  if (words.length === 0) throw new InvalidArgumentError('expected a command, e.g. "/sbin/setuser user"');
+  return words;
 }

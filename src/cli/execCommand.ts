@@ -1,5 +1,5 @@
 import type { Readable, Writable } from 'node:stream';
-import { InvalidArgumentError, type Command } from 'commander';
+import type { Command } from 'commander';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/systemClock.js';
 import { ExecClient } from '../exec/execClient.js';
@@ -14,6 +14,7 @@ import { errorMessage } from '../errorMessage.js';
 import { interruptedExitCode, interruptSignal, useColor } from './commandIo.js';
 import { EXIT_UNREACHABLE, EXIT_USAGE, exitStatusOf, signalExitCode } from './exitCodes.js';
 import { makeRaw, type TerminalInput } from './rawTerminal.js';
+import { argvWords } from './argumentParsers.js';
 
 /**
  * `warden exec [-t] <alloc-prefix> [--task T] -- cmd args…`, as `nomad alloc exec`: the allocation
@@ -199,13 +200,6 @@ function pipeInto(from: Readable, to: Writable): Promise<void> {
     from.on('end', resolve);
     from.pipe(to, { end: false });
   });
-}
-
-/** `--setuser '/sbin/setuser user'`: the wrapper's argv, split on whitespace. */
-function argvWords(text: string): string[] {
-  const words = text.split(/\s+/).filter((word) => word !== '');
-  if (words.length === 0) throw new InvalidArgumentError('expected a command, e.g. "/sbin/setuser user"');
-  return words;
 }
 
 export function registerExecCommand(program: Command): void {

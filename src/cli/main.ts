@@ -22,6 +22,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   gate: async () => (await import('./gateCommand.js')).registerGateCommand,
   demo: async () => (await import('./demoCommand.js')).registerDemoCommand,
   exec: async () => (await import('./execCommand.js')).registerExecCommand,
+  serve: async () => (await import('./serveCommand.js')).registerServeCommand,
   record: recordCommands,
   replay: recordCommands,
 };

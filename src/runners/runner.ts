@@ -135,7 +135,12 @@ export class Runner {
   async readFile(path: string, options: { privileged?: boolean } = {}): Promise<FileContent> {
     const execution = this.start('files.read', { command: readCommand(path), privileged: options.privileged === true });
     const content = new FileContentStream();
-    execution.stdout.pipe(content);
+    // The content ends only once the command succeeded: a reader never takes a cut-short file for a whole one.
+    execution.stdout.pipe(content, { end: false });
+    const stdoutDone = new Promise<void>((resolve) => {
+      execution.stdout.once('end', resolve);
+      execution.stdout.once('close', resolve);
+    });
     const stderr = streamText(execution.stderr);
     const failed = execution.outcome.then(async (outcome) => {
       const exitCode = outcome.status === 'exited' ? outcome.exitCode : -1;
@@ -144,8 +149,9 @@ export class Runner {
     failed.catch(() => undefined);
     // No header line: the command's end says why.
     const header = await Promise.race([content.header.catch(() => failed), failed]);
-    void execution.outcome.then((outcome) => {
-      if (outcome.status !== 'exited' || outcome.exitCode !== 0) content.destroy(new RunnerFileError(`reading ${path} ended early`, -1, ''));
+    void Promise.all([execution.outcome, stdoutDone, stderr]).then(([outcome, , errors]) => {
+      if (outcome.status === 'exited' && outcome.exitCode === 0) content.end();
+      else content.destroy(new RunnerFileNotFoundError(`file not found or insufficient permissions: ${path}`, outcome.status === 'exited' ? outcome.exitCode : -1, errors));
     });
     return { header, content };
   }

@@ -1,0 +1,92 @@
+/**
+ * Poseidon's miscellaneous and execution-environment routes (internal/api/api.go, health.go,
+ * environments.go) over the pools: health with the prewarming-pool alert, version, statistics,
+ * list / get (with `fetch`: environments put on the cluster by someone else adopted first), create
+ * or update (201 / 204, no body), delete (204, or 404 with no body).
+ */
+import type { EnvironmentInfo } from '../runners/pools.js';
+import { visibleEnvironments, type ApiRequest, type Handler } from './context.js';
+import { ApiError, badRequest, notFound } from './errors.js';
+import { parseGoBool, readJson, sendEmpty, sendJson } from './http.js';
+import { environmentRequest } from './requests.js';
+
+/** Poseidon's ExecutionEnvironment (swagger components.schemas). */
+export interface ExecutionEnvironment {
+  id: number;
+  image: string;
+  prewarmingPoolSize: number;
+  cpuLimit: number;
+  memoryLimit: number;
+  networkAccess: boolean;
+  exposedPorts: number[];
+}
+
+function executionEnvironment({ id, spec }: EnvironmentInfo): ExecutionEnvironment {
+  return {
+    id,
+    image: spec.image,
+    prewarmingPoolSize: spec.prewarmingPoolSize,
+    cpuLimit: spec.cpuLimit,
+    memoryLimit: spec.memoryLimit,
+    networkAccess: spec.networkAccess,
+    // Poseidon sends null for none; the published schema says an array.
+    exposedPorts: [...spec.exposedPorts],
+  };
+}
+
+function environmentId({ params }: ApiRequest): number {
+  const id = Number(params.executionEnvironmentId);
+  if (!Number.isSafeInteger(id)) throw badRequest(`could not parse the execution environment id ${JSON.stringify(params.executionEnvironmentId)}`);
+  return id;
+}
+
+function fetchParameter({ query }: ApiRequest): boolean {
+  const text = query.get('fetch') ?? '';
+  if (text === '') return false;
+  const fetch = parseGoBool(text);
+  if (fetch === undefined) throw badRequest(`could not parse fetch parameter: ${JSON.stringify(text)} is not a boolean`);
+  return fetch;
+}
+
+export const health: Handler = async ({ pools, poolAlertThreshold }, { res }) => {
+  const depleting = visibleEnvironments(pools)
+    .filter((e) => e.spec.prewarmingPoolSize > 0 && e.idleRunners / e.spec.prewarmingPoolSize < poolAlertThreshold)
+    .map((e) => e.id);
+  if (depleting.length > 0) throw new ApiError(503, `the prewarming pool is depleting: environments ${depleting.join(', ')}`, 'PREWARMING_POOL_DEPLETING');
+  sendEmpty(res, 204);
+};
+
+export const version: Handler = async ({ version: release }, { res }) => {
+  sendJson(res, 200, release);
+};
+
+export const statistics: Handler = async ({ pools }, { res }) => {
+  const entries = visibleEnvironments(pools).map((e) => [String(e.id), { id: e.id, prewarmingPoolSize: e.spec.prewarmingPoolSize, idleRunners: e.idleRunners, usedRunners: e.usedRunners }]);
+  sendJson(res, 200, Object.fromEntries(entries));
+};
+
+export const listEnvironments: Handler = async ({ pools }, request) => {
+  if (fetchParameter(request)) await pools.fetchEnvironments();
+  sendJson(request.res, 200, { executionEnvironments: visibleEnvironments(pools).map(executionEnvironment) });
+};
+
+export const getEnvironment: Handler = async ({ pools }, request) => {
+  const id = environmentId(request);
+  if (fetchParameter(request)) await pools.fetchEnvironments();
+  const environment = visibleEnvironments(pools).find((e) => e.id === id);
+  if (environment === undefined) throw notFound();
+  sendJson(request.res, 200, executionEnvironment(environment));
+};
+
+export const putEnvironment: Handler = async ({ pools, environmentDefaults, bodyLimit }, request) => {
+  const body = environmentRequest(await readJson(request.req, bodyLimit));
+  const id = environmentId(request);
+  const { created } = await pools.putEnvironment({ ...environmentDefaults, ...body, id });
+  sendEmpty(request.res, created ? 201 : 204);
+};
+
+export const deleteEnvironment: Handler = async ({ pools }, request) => {
+  const id = environmentId(request);
+  if (!(await pools.deleteEnvironment(id))) throw notFound();
+  sendEmpty(request.res, 204);
+};

@@ -1,0 +1,233 @@
+/**
+ * `warden serve`: Poseidon's runner API (REST + WebSocket, src/api) over runner pools on the Nomad
+ * that NOMAD_* names, so a client written for Poseidon (CodeOcean) can use Warden instead. With
+ * `--dev`, over an embedded FakeNomad acting as a cluster whose runners are real local processes:
+ * a one-command playground, as `nomad agent -dev` is. Runs until SIGTERM or Ctrl-C (exit 0): open
+ * executions are told the server is going away before their sockets close. Exit 2 when Nomad
+ * cannot be read at the start or its event stream gives up (a refused token).
+ */
+import { readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { Option, type Command } from 'commander';
+import { PoseidonApi, API_BASE_PATH } from '../api/api.js';
+import { ApiMetrics } from '../api/metrics.js';
+import { startApiServer } from '../api/server.js';
+import { systemClock } from '../clock/index.js';
+import { startInspector } from '../inspect/inspector.js';
+import type { ListenAddress } from '../metrics/server.js';
+import { WardenMetrics } from '../metrics/wardenMetrics.js';
+import { NomadClient } from '../nomad/client.js';
+import { nomadConfigFromEnv, type NomadConfig } from '../nomad/config.js';
+import { createRunnerPools, type RunnerPoolsOptions } from '../runners/pools.js';
+import type { RunnerDriver } from '../runners/poseidonFormat.js';
+import { registerSecret, withoutCredentials } from '../secrets.js';
+import { createSupervisor } from '../supervisor/index.js';
+import { paint } from '../supervisor/describe.js';
+import { errorMessage } from '../errorMessage.js';
+import { argvWords, fraction, listenAddress, portNumber } from './argumentParsers.js';
+import { processIo, type CommandIo } from './commandIo.js';
+import { EXIT_INTERNAL, EXIT_UNREACHABLE, EXIT_USAGE } from './exitCodes.js';
+import { processLogger } from './logging.js';
+import { packageRootOf, packageVersion } from './packageRoot.js';
+
+/** Poseidon's own default address, so a client configured for Poseidon finds Warden there. */
+export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 7200 };
+
+/** Where the token is read from: Warden's name, or the variable a Poseidon deployment already sets. */
+export const TOKEN_VARIABLES = ['WARDEN_SERVE_TOKEN', 'POSEIDON_SERVER_TOKEN'] as const;
+
+/** setpriv drops to nobody as /sbin/setuser drops to `user` in Poseidon's images (root only). */
+const DEV_SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
+
+export interface ServeOptions {
+  listen?: ListenAddress;
+  /** An embedded FakeNomad whose runners are local processes, instead of NOMAD_*. */
+  dev?: boolean;
+  /** Task driver of the runners of environments made through the API (default docker; --dev: raw_exec). */
+  driver?: RunnerDriver;
+  datacenters?: string[];
+  /** argv prefix of unprivileged executions (default Poseidon's `/sbin/setuser user`). */
+  setuser?: string[];
+  /** Executions under a pseudo-terminal, as Poseidon runs them (default true); without one they read no input. */
+  tty?: boolean;
+  /** Poseidon's prewarmingpoolthreshold in [0, 1): /health is 503 while a pool is emptier (default 0: off). */
+  poolAlertThreshold?: number;
+  /** PEM files: serve HTTPS and wss:// WebSocket URLs. */
+  tlsCert?: string;
+  tlsKey?: string;
+  /** Serve the inspector (pools included) on this port (0: any free one). */
+  inspect?: number;
+}
+
+interface Cluster {
+  config: Pick<NomadConfig, 'address'> & Partial<NomadConfig>;
+  pools: RunnerPoolsOptions;
+  tty: boolean;
+  notes: string[];
+  close(): Promise<void>;
+}
+
+/** The embedded playground: a FakeNomad acting as a cluster, runners as local processes. */
+async function devCluster(io: CommandIo, options: ServeOptions): Promise<Cluster> {
+  const [{ FakeNomad }, { loadNodePty }] = await Promise.all([import('../testing/fakeNomad.js'), import('../testing/fakeExec/nodePty.js')]);
+  const clock = io.clock ?? systemClock;
+  // A HOME of its own: the runners' shells do not read this machine's start-up files.
+  const fake = await FakeNomad.start({ clock, acting: true, exec: { env: { HOME: tmpdir() } } });
+  const root = process.getuid?.() === 0;
+  const notes = [
+    `runners: real local processes (raw_exec) on an embedded FakeNomad at ${fake.address}: no isolation, a playground`,
+    root ? 'unprivileged executions run as nobody (setpriv)' : 'unprivileged executions run as your own user (only root can drop to another)',
+  ];
+  // A terminal needs node-pty (an optional dependency); without it, executions run on pipes.
+  const tty = options.tty !== false && (await loadNodePty().then(() => true, () => false));
+  if (options.tty !== false && !tty) notes.push('node-pty is not installed: executions run without a terminal and read no input (npm install node-pty for one)');
+  return {
+    config: { address: fake.address },
+    pools: { setuser: options.setuser ?? (root ? DEV_SETUSER : []) },
+    tty,
+    notes,
+    close: () => fake.close(),
+  };
+}
+
+function realCluster(io: CommandIo, options: ServeOptions): Cluster {
+  return {
+    config: nomadConfigFromEnv(io.env),
+    pools: options.setuser === undefined ? {} : { setuser: options.setuser },
+    tty: options.tty !== false,
+    notes: [],
+    close: async () => undefined,
+  };
+}
+
+function tokenOf(env: CommandIo['env']): string | undefined {
+  for (const name of TOKEN_VARIABLES) {
+    const value = env[name]?.trim();
+    if (value !== undefined && value !== '') return value;
+  }
+  return undefined;
+}
+
+/** The curl lines that try it out (the token by its variable, never its value). */
+function curlExample(base: string, driver: RunnerDriver, tokenVariable: string | undefined): string[] {
+  const auth = tokenVariable === undefined ? '' : ` -H "Poseidon-Token: $${tokenVariable}"`;
+  const image = driver === 'docker' ? 'openhpi/co_execenv_python:3.8' : 'local';
+  const environment = JSON.stringify({ prewarmingPoolSize: 2, cpuLimit: 100, memoryLimit: 256, image, networkAccess: false, exposedPorts: [] });
+  return [
+    `curl -X PUT${auth} -H 'Content-Type: application/json' ${base}/execution-environments/1 -d '${environment}'`,
+    `curl -X POST${auth} -H 'Content-Type: application/json' ${base}/runners -d '{"executionEnvironmentId":1,"inactivityTimeout":60}'`,
+  ];
+}
+
+export async function serve(options: ServeOptions, io: CommandIo): Promise<number> {
+  const clock = io.clock ?? systemClock;
+  const style = { color: io.color ?? false };
+  const fail = io.error ?? io.write;
+  const token = tokenOf(io.env);
+  registerSecret(token);
+  const tls = options.tlsCert === undefined || options.tlsKey === undefined ? undefined : { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey) };
+  const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options);
+  const driver = options.driver ?? (options.dev === true ? 'raw_exec' : 'docker');
+  const metrics = new WardenMetrics({ clock });
+  const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [cluster.config.token, token] });
+  const nomad = new NomadClient(cluster.config, { ...io.transport, clock });
+  const supervisor = createSupervisor({
+    nomad,
+    clock,
+    streamMonitor: metrics.streamMonitor,
+    ...(inspector ? { inspect: inspector.inspect } : {}),
+    ...(io.logger ? { logger: io.logger } : {}),
+    ...(io.random ? { random: io.random } : {}),
+  });
+  metrics.observe(supervisor);
+  inspector?.attach(supervisor);
+  const pools = createRunnerPools(supervisor, cluster.pools);
+  const detachPools = inspector?.model.attachPools(pools);
+  let exitCode = 0;
+  let finish: () => void = () => undefined;
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  const unreachable = (message: string): void => {
+    fail(`${paint('error', 'bad', style)} ${message}`);
+    exitCode = EXIT_UNREACHABLE;
+    finish();
+  };
+  pools.problems$.subscribe((problem) => {
+    if (problem.kind === 'recovery-failed') unreachable(problem.message);
+    else io.logger?.warn({ kind: problem.kind, ...(problem.environmentId === undefined ? {} : { environmentId: problem.environmentId }) }, problem.message);
+  });
+  supervisor.problems$.subscribe((problem) => {
+    if (problem.kind === 'stream-failed') unreachable(`the Nomad event stream gave up: ${problem.message}`);
+  });
+  io.signal?.addEventListener('abort', () => finish(), { once: true });
+  if (io.signal?.aborted) finish();
+
+  let server: Awaited<ReturnType<typeof startApiServer>> | undefined;
+  const apiMetrics = new ApiMetrics(metrics.registry);
+  try {
+    await Promise.race([pools.ready, finished]);
+    if (exitCode === 0 && io.signal?.aborted !== true) {
+      apiMetrics.observe(pools);
+      const api = new PoseidonApi({
+        pools,
+        clock,
+        ...(token === undefined ? {} : { token }),
+        environmentDefaults: { driver, ...(options.datacenters ? { datacenters: options.datacenters } : {}) },
+        version: packageVersion(packageRootOf(process.argv[1] ?? '.')),
+        poolAlertThreshold: options.poolAlertThreshold ?? 0,
+        tty: cluster.tty,
+        metrics: apiMetrics,
+        secure: tls !== undefined,
+        ...(io.logger ? { logger: io.logger } : {}),
+      });
+      server = await startApiServer(api, { listen: options.listen ?? DEFAULT_LISTEN, metrics, clock, ...(tls ? { tls } : {}) });
+      const base = `${server.url}${API_BASE_PATH}`;
+      io.write(`${paint('Warden serve', 'bold', style)}: Poseidon's runner API at ${paint(base, 'note', style)}`);
+      io.write(`  cluster: ${options.dev === true ? 'embedded FakeNomad (--dev)' : withoutCredentials(cluster.config.address)}; runners' driver: ${driver}`);
+      for (const note of cluster.notes) io.write(`  ${note}`);
+      io.write(`  metrics: ${server.url}/metrics${inspector ? `; inspector: ${inspector.url}` : ''}`);
+      io.write(`  authentication: ${token === undefined ? 'none (set WARDEN_SERVE_TOKEN to require a Poseidon-Token)' : 'Poseidon-Token required'}`);
+      io.write('Try it:');
+      const tokenVariable = token === undefined ? undefined : TOKEN_VARIABLES.find((name) => (io.env[name]?.trim() ?? '') !== '');
+      for (const line of curlExample(base, driver, tokenVariable)) io.write(`  ${line}`);
+      await finished;
+    }
+  } catch (error) {
+    fail(`${paint('error', 'bad', style)} ${errorMessage(error)}`);
+    exitCode = exitCode || EXIT_INTERNAL;
+  } finally {
+    // Executions are told first, then the pools stop (requests waiting on them get their answer).
+    await server?.close(() => supervisor.stop());
+    await supervisor.stop();
+    apiMetrics.close();
+    metrics.close();
+    detachPools?.();
+    await inspector?.close();
+    await nomad.close();
+    await cluster.close();
+  }
+  return exitCode;
+}
+
+export function registerServeCommand(program: Command): void {
+  program
+    .command('serve')
+    .description("Serve Poseidon's runner API (REST + WebSocket) over runner pools on the Nomad at NOMAD_ADDR, or on an embedded one (--dev)")
+    .option('--listen <addr>', `[host:]port to listen on (default ${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}, Poseidon's)`, listenAddress)
+    .option('--dev', 'an embedded FakeNomad acting as a cluster, its runners real local processes: a playground, no Nomad needed')
+    .addOption(new Option('--driver <driver>', "task driver of the runners (default docker, Poseidon's; --dev: raw_exec)").choices(['docker', 'exec', 'raw_exec']))
+    .option('--datacenter <dc...>', 'datacenters of the runner jobs (default dc1)')
+    .option('--setuser <command>', 'the wrapper that runs unprivileged executions as another user (default "/sbin/setuser user", Poseidon\'s)', argvWords)
+    .option('--no-tty', 'run executions without a pseudo-terminal (Poseidon runs them with one); they then read no input')
+    .option('--pool-alert-threshold <fraction>', 'GET /health answers 503 while an environment has less than this part of its pool idle (0 turns it off)', fraction, 0)
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
+    .option('--tls-key <file>', 'the PEM key of --tls-cert')
+    .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber)
+    .action(async (options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command) => {
+      const { inspect, datacenter, ...rest } = options;
+      if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });
+      process.exitCode = await serve(
+        { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
+        { ...processIo(), logger: processLogger(command, systemClock) },
+      );
+    });
+}
