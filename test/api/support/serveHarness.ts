@@ -5,7 +5,8 @@
  * command prints (as Poseidon's e2e suite reads Nomad). Time moves only when a test drives it;
  * requests that need no time (claims, files, executions) are simply awaited.
  */
-import { request } from 'undici';
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'undici';
 import WebSocket from 'ws';
 import { createCliLogger } from '../../../src/cli/logging.js';
 import { serve, type ServeOptions } from '../../../src/cli/serveCommand.js';
@@ -118,7 +119,10 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
   };
   // The command prints its address once the pools are recovered and it listens.
   await driveUntil(() => lines.some((line) => line.includes('/api/v1')) || exitCode !== undefined, 10_000);
-  const api = /(http:\/\/127\.0\.0\.1:\d+)\/api\/v1/.exec(lines.join('\n'));
+  const api = /(https?:\/\/127\.0\.0\.1:\d+)\/api\/v1/.exec(lines.join('\n'));
+  // A self-signed server certificate is its own CA.
+  const ca = options.tlsCert === undefined ? undefined : readFileSync(options.tlsCert);
+  const dispatcher = ca === undefined ? undefined : new Agent({ connect: { ca } });
   const nomadAddress = /embedded FakeNomad at (http:\/\/127\.0\.0\.1:\d+)/.exec(lines.join('\n'))?.[1];
   if (api === null || nomadAddress === undefined) throw new Error(`warden serve --dev did not start: ${[...lines, ...errors].join('\n')}`);
   const url = api[1]!;
@@ -129,6 +133,7 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
     const body = callOptions.raw ?? (callOptions.body === undefined ? undefined : JSON.stringify(callOptions.body));
     const answer = await request(`${url}${path}`, {
       method: method as 'GET',
+      ...(dispatcher === undefined ? {} : { dispatcher }),
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...env.WARDEN_SERVE_TOKEN === undefined ? {} : { 'poseidon-token': env.WARDEN_SERVE_TOKEN }, ...callOptions.headers },
       ...(body === undefined ? {} : { body }),
     });
@@ -142,7 +147,7 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
   const connect: ServeHarness['connect'] = (wsUrl, headers = {}) =>
     new Promise((resolve, reject) => {
       const token = env.WARDEN_SERVE_TOKEN;
-      const ws = new WebSocket(wsUrl, { headers: { ...(token === undefined ? {} : { 'poseidon-token': token }), ...headers } });
+      const ws = new WebSocket(wsUrl, { headers: { ...(token === undefined ? {} : { 'poseidon-token': token }), ...headers }, ...(ca === undefined ? {} : { ca }) });
       const messages: Message[] = [];
       const raw: string[] = [];
       const waiting: { type: string; resolve: (m: Message) => void }[] = [];
@@ -226,6 +231,7 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
       stop.abort('SIGTERM');
       const code = await settled(running, 10_000);
       await nomad.close();
+      await dispatcher?.close();
       return code;
     },
   };
