@@ -1,16 +1,19 @@
 /**
- * Server side of bench/pools.ts's churn, in its own process (as a real Nomad is): a FakeNomad that
- * acts as a cluster on the system clock, placing and starting allocations at once, collecting what
- * purged jobs leave after a second. Prints its address; ends when stdin ends.
+ * Server side of bench/pools.ts's churn and bench/serve.ts, in its own process (as a real Nomad is):
+ * a FakeNomad that acts as a cluster on the system clock, placing and starting allocations at once,
+ * collecting what purged jobs leave after a second; with `--exec`, exec sessions run real processes
+ * (runner executions). Prints its address; ends when stdin ends.
  *
- *   node --import tsx bench/pools-server.ts
+ *   node --import tsx bench/pools-server.ts [--exec]
  */
+import { tmpdir } from 'node:os';
 import { systemClock } from '../src/clock/index.js';
 import { FakeNomad } from '../src/testing/fakeNomad.js';
 
 const fake = await FakeNomad.start({
   clock: systemClock,
-  exec: false,
+  // A HOME of its own: the runners' shells do not read this machine's start-up files.
+  exec: process.argv.includes('--exec') ? { env: { HOME: tmpdir() } } : false,
   eventBufferSize: 1_000,
   acting: { scheduleDelayMs: 1, receiveDelayMs: 1, startDelayMs: 1, stopDelayMs: 1, gcAfterMs: 1_000 },
 });

@@ -13,9 +13,6 @@
  *
  *   npx tsx bench/pools.ts [--rate 1000] [--seconds 10] [--pool 200]
  */
-import { spawn } from 'node:child_process';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { performance } from 'node:perf_hooks';
 import { request } from 'undici';
 import { systemClock } from '../src/clock/index.js';
@@ -27,7 +24,8 @@ import type { Runner } from '../src/runners/runner.js';
 import { createSupervisor } from '../src/supervisor/index.js';
 import type { Supervisor } from '../src/supervisor/supervisor.js';
 import { FakeNomad } from '../src/testing/fakeNomad.js';
-import { numberOption } from './support/figures.js';
+import { numberOption, percentile, round } from './support/figures.js';
+import { withFakeNomadProcess } from './support/fakeNomadProcess.js';
 import { heapUsed } from './support/heap.js';
 
 const RATE = numberOption('rate', 1_000);
@@ -39,12 +37,6 @@ const CLAIM_ROUNDS = 3;
 const wall = (): number => performance.timeOrigin + performance.now();
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((sorted.length - 1) * p))] ?? 0;
-}
-
-const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
 
 async function until(done: () => boolean, timeoutMs = 120_000): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -168,18 +160,6 @@ async function runningToClaimable(count: number): Promise<Record<string, number>
   };
 }
 
-async function withServer<T>(work: (address: string) => Promise<T>): Promise<T> {
-  const server = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'pools-server.ts')], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: server.stdout })[Symbol.asyncIterator]();
-  const address = String((await lines.next()).value);
-  try {
-    return await work(address);
-  } finally {
-    server.stdin.end();
-    await new Promise((resolve) => server.on('exit', resolve));
-  }
-}
-
 /** Claims at RATE for SECONDS, each claimed runner destroyed at once. */
 async function churn(address: string): Promise<Record<string, number>> {
   const { supervisor, pools, nomad } = await poolsOver(address);
@@ -263,8 +243,8 @@ async function main(): Promise<void> {
   await local.nomad.close();
   await fake.close();
   const claimable = await runningToClaimable(100);
-  const pools = await withServer(churn);
-  const bare = await withServer(bareWrites);
+  const pools = await withFakeNomadProcess(churn);
+  const bare = await withFakeNomadProcess(bareWrites);
   console.log(JSON.stringify({
     claim,
     running_to_claimable: claimable,
