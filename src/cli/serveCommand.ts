@@ -15,6 +15,8 @@ import { startApiServer } from '../api/server.js';
 import { systemClock } from '../clock/index.js';
 import { startInspector } from '../inspect/inspector.js';
 import type { ListenAddress } from '../metrics/server.js';
+import type { WireLayer } from '../nomad/wire.js';
+import type { QuietDriver } from '../testing/quiet.js';
 import { WardenMetrics } from '../metrics/wardenMetrics.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv, type NomadConfig } from '../nomad/config.js';
@@ -59,8 +61,13 @@ export interface ServeOptions {
   inspect?: number;
 }
 
+/** The command's I/O; `quiet`: a test's driver of its VirtualClock, to which --dev adds its cluster (as the demo does). */
+export type ServeIo = CommandIo & { quiet?: QuietDriver };
+
 interface Cluster {
   config: Pick<NomadConfig, 'address'> & Partial<NomadConfig>;
+  /** The Nomad client's wire layer (--dev: a tally for the quiet driver). */
+  wire?: WireLayer;
   pools: RunnerPoolsOptions;
   tty: boolean;
   notes: string[];
@@ -68,11 +75,17 @@ interface Cluster {
 }
 
 /** The embedded playground: a FakeNomad acting as a cluster, runners as local processes. */
-async function devCluster(io: CommandIo, options: ServeOptions): Promise<Cluster> {
-  const [{ FakeNomad }, { loadNodePty }] = await Promise.all([import('../testing/fakeNomad.js'), import('../testing/fakeExec/nodePty.js')]);
+async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> {
+  const [{ FakeNomad }, { loadNodePty }, { WireTally }] = await Promise.all([
+    import('../testing/fakeNomad.js'),
+    import('../testing/fakeExec/nodePty.js'),
+    import('../testing/quiet.js'),
+  ]);
   const clock = io.clock ?? systemClock;
   // A HOME of its own: the runners' shells do not read this machine's start-up files.
   const fake = await FakeNomad.start({ clock, acting: true, exec: { env: { HOME: tmpdir() } } });
+  const tally = new WireTally();
+  const leave = io.quiet?.add({ server: fake.activity, client: tally });
   const root = process.getuid?.() === 0;
   const notes = [
     `runners: real local processes (raw_exec) on an embedded FakeNomad at ${fake.address}: no isolation, a playground`,
@@ -83,14 +96,18 @@ async function devCluster(io: CommandIo, options: ServeOptions): Promise<Cluster
   if (options.tty !== false && !tty) notes.push('node-pty is not installed: executions run without a terminal and read no input (npm install node-pty for one)');
   return {
     config: { address: fake.address },
+    wire: tally.layer,
     pools: { setuser: options.setuser ?? (root ? DEV_SETUSER : []) },
     tty,
     notes,
-    close: () => fake.close(),
+    close: async () => {
+      leave?.();
+      await fake.close();
+    },
   };
 }
 
-function realCluster(io: CommandIo, options: ServeOptions): Cluster {
+function realCluster(io: ServeIo, options: ServeOptions): Cluster {
   return {
     config: nomadConfigFromEnv(io.env),
     pools: options.setuser === undefined ? {} : { setuser: options.setuser },
@@ -119,7 +136,7 @@ function curlExample(base: string, driver: RunnerDriver, tokenVariable: string |
   ];
 }
 
-export async function serve(options: ServeOptions, io: CommandIo): Promise<number> {
+export async function serve(options: ServeOptions, io: ServeIo): Promise<number> {
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const fail = io.error ?? io.write;
@@ -130,7 +147,7 @@ export async function serve(options: ServeOptions, io: CommandIo): Promise<numbe
   const driver = options.driver ?? (options.dev === true ? 'raw_exec' : 'docker');
   const metrics = new WardenMetrics({ clock });
   const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [cluster.config.token, token] });
-  const nomad = new NomadClient(cluster.config, { ...io.transport, clock });
+  const nomad = new NomadClient(cluster.config, { ...io.transport, ...(cluster.wire ? { wire: cluster.wire } : {}), clock });
   const supervisor = createSupervisor({
     nomad,
     clock,

@@ -21,15 +21,7 @@ describe('warden serve: runners and files (Poseidon e2e)', () => {
   afterAll(async () => {
     expect(await h.stop()).toBe(0);
   });
-  /** A fresh runner, the pool refilled behind it. */
-  async function runner(inactivityTimeout = 0): Promise<string> {
-    let stats = await h.statistics(ENVIRONMENT);
-    while ((stats?.idleRunners ?? 0) === 0) {
-      await h.drive(100);
-      stats = await h.statistics(ENVIRONMENT);
-    }
-    return h.runner(ENVIRONMENT, inactivityTimeout);
-  }
+  const runner = (inactivityTimeout = 0): Promise<string> => h.runner(ENVIRONMENT, inactivityTimeout);
   async function printed(runnerId: string, file: string): Promise<{ stdout: string; stderr: string }> {
     const { stdout, stderr, control, close } = await h.run(runnerId, { command: `cat ${file}`, timeLimit: 10 });
     expect(close).toBe(1000);

@@ -20,11 +20,7 @@ describe('warden serve: executions over the WebSocket (Poseidon e2e)', () => {
     expect(await h.stop()).toBe(0);
   });
 
-  async function runner(inactivityTimeout = 0): Promise<string> {
-    while (((await h.statistics(ENVIRONMENT))?.idleRunners ?? 0) === 0) await h.drive(100);
-    return h.runner(ENVIRONMENT, inactivityTimeout);
-  }
-
+  const runner = (inactivityTimeout = 0): Promise<string> => h.runner(ENVIRONMENT, inactivityTimeout);
   /** Poseidon's ExecuteNonInteractive: start first, exactly one control message after it (the exit), a normal close. */
   async function nonInteractive(execution: Record<string, unknown>, files?: Record<string, string>) {
     const id = await runner();

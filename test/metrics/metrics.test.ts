@@ -11,12 +11,8 @@ import { parseListenAddress, serveMetrics } from '../../src/metrics/server.js';
 import { EXEC_TARGET_JOB, collect } from '../exec/harness.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { driveTo, flush, loadScenario, requestedIndex, startHarness, stripNomadVerdict, type Harness } from '../supervisor/support/harness.js';
+import { sample } from './support/sample.js';
 
-/** The value of one sample of the text exposition, e.g. `warden_verdicts_total{outcome="healthy"}`. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
 
 async function scrape(url: string): Promise<{ status: number; type: string; text: string }> {
   const response = await request(url);

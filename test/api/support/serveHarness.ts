@@ -2,7 +2,8 @@
  * `warden serve --dev` in this process, on a VirtualClock: the command itself (its embedded
  * FakeNomad acting as a cluster, real processes as runners), reached only as a client reaches it,
  * over loopback: HTTP with undici, WebSockets with ws, and Nomad's own HTTP API at the address the
- * command prints (as Poseidon's e2e suite reads Nomad). Time moves only when a test drives it;
+ * command prints (as Poseidon's e2e suite reads Nomad). Time moves only when a test drives it, once
+ * the cluster is quiet (a runner's command running keeps it busy, as the demo drives its clock);
  * requests that need no time (claims, files, executions) are simply awaited.
  */
 import { readFileSync } from 'node:fs';
@@ -11,6 +12,7 @@ import WebSocket from 'ws';
 import { createCliLogger } from '../../../src/cli/logging.js';
 import { serve, type ServeOptions } from '../../../src/cli/serveCommand.js';
 import { VirtualClock, settle } from '../../../src/clock/index.js';
+import { QuietDriver } from '../../../src/testing/quiet.js';
 import { NomadClient } from '../../../src/nomad/client.js';
 
 export const START = Date.UTC(2026, 11, 1, 9);
@@ -60,7 +62,7 @@ export interface ServeHarness {
   /** PUT an environment (raw_exec) and wait until its pool is full. */
   environment(id: number, poolSize: number, extra?: Record<string, unknown>): Promise<void>;
   statistics(id: number): Promise<{ idleRunners: number; usedRunners: number } | undefined>;
-  /** POST /runners: the runner's ID (the pool refilled afterwards). */
+  /** POST /runners once the pool has an idle runner: the runner's ID. */
   runner(environmentId: number, inactivityTimeout?: number): Promise<string>;
   copy(runnerId: string, files: Record<string, string>, remove?: string[]): Promise<Answer>;
   /** POST …/execute: the WebSocket URL. */
@@ -82,6 +84,8 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
   const lines: string[] = [];
   const errors: string[] = [];
   const stop = new AbortController();
+  // Time moves only once the embedded cluster and its client are quiet, and stands still while a runner's command runs.
+  const driver = new QuietDriver(clock);
   const running = serve({ dev: true, listen: { host: '127.0.0.1', port: 0 }, ...options }, {
     env,
     write: (line) => lines.push(line),
@@ -89,6 +93,7 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
     clock,
     transport: { gzip: false },
     signal: stop.signal,
+    quiet: driver,
     // Every record at debug level, as JSON lines, when the test reads them.
     ...(logs === undefined ? {} : { logger: createCliLogger({ format: 'json', level: 'debug', clock, write: (line) => logs.push(line) }) }),
   });
@@ -96,11 +101,7 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
   void running.then((code) => (exitCode = code));
   const drive = async (ms: number, stepMs = 50): Promise<void> => {
     const until = clock.now() + ms;
-    while (clock.now() < until) {
-      await settle(10);
-      const due = clock.nextDue();
-      clock.advanceTo(Math.min(until, clock.now() + stepMs, due !== undefined && due > clock.now() ? due : Infinity));
-    }
+    while (clock.now() < until) await driver.advanceTo(Math.min(until, clock.now() + stepMs));
     await settle(10);
   };
   const driveUntil = async (done: () => boolean, maxMs = 30_000): Promise<void> => {
@@ -208,6 +209,8 @@ export async function startServe(options: ServeOptions = {}, env: Record<string,
     },
     statistics,
     runner: async (environmentId, inactivityTimeout = 0) => {
+      // The pool refills behind each claim: wait for an idle runner.
+      while (((await statistics(environmentId))?.idleRunners ?? 0) === 0) await drive(100);
       const answer = await call('POST', '/api/v1/runners', { body: { executionEnvironmentId: environmentId, inactivityTimeout } });
       if (answer.status !== 200) throw new Error(`POST /runners: ${answer.status} ${answer.text}`);
       return (answer.json as { runnerId: string }).runnerId;

@@ -1,6 +1,7 @@
 /**
  * A supervisor with runner pools over a FakeNomad that acts as a cluster, on one VirtualClock:
- * real sockets, real processes for executions, time moving only when the test drives it.
+ * real sockets, real processes for executions, time moving only when the test drives it, and then
+ * only once the fake and the client are quiet (a runner's command running keeps them busy).
  */
 import { tmpdir } from 'node:os';
 import { VirtualClock, settle } from '../../../src/clock/index.js';
@@ -11,6 +12,7 @@ import { createSupervisor } from '../../../src/supervisor/index.js';
 import type { Supervisor } from '../../../src/supervisor/supervisor.js';
 import type { ActingClusterOptions } from '../../../src/testing/nomad/actingCluster.js';
 import { FakeNomad } from '../../../src/testing/fakeNomad.js';
+import { QuietDriver, WireTally } from '../../../src/testing/quiet.js';
 
 /** setpriv drops to nobody the way /sbin/setuser drops to `user` in Poseidon's images. */
 export const SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
@@ -38,8 +40,8 @@ export interface PoolHarness {
   close(): Promise<void>;
 }
 
-async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions) {
-  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false });
+async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally) {
+  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false, wire: tally.layer });
   const supervisor = createSupervisor({ nomad, clock });
   const pools = createRunnerPools(supervisor, { setuser: SETUSER, ...options });
   return { nomad, supervisor, pools };
@@ -53,17 +55,16 @@ export async function startPoolHarness(
   // a HOME without one keeps the machine's own start-up files out of the runners' shells.
   const fake = await FakeNomad.start({ clock, acting: { gcAfterMs: 10_000, ...options.acting }, exec: { env: { HOME: tmpdir() } } });
   const problems: PoolProblem[] = [];
-  let current = await startSupervisor(fake, clock, options.pools ?? {});
+  // Time moves only once the fake and the client are quiet, and stands still while a runner's command runs.
+  const tally = new WireTally();
+  const driver = new QuietDriver(clock);
+  driver.add({ server: fake.activity, client: tally });
+  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally);
   current.pools.problems$.subscribe((problem) => problems.push(problem));
 
   const drive = async (ms: number, stepMs = 50): Promise<void> => {
     const until = clock.now() + ms;
-    while (clock.now() < until) {
-      await settle(10);
-      const due = clock.nextDue();
-      const next = Math.min(until, clock.now() + stepMs, due !== undefined && due > clock.now() ? due : Infinity);
-      clock.advanceTo(next);
-    }
+    while (clock.now() < until) await driver.advanceTo(Math.min(until, clock.now() + stepMs));
     await settle(10);
   };
   const driveUntil = async (done: () => boolean, maxMs = 30_000, stepMs = 50): Promise<void> => {
@@ -101,7 +102,7 @@ export async function startPoolHarness(
     restart: async (poolOptions = options.pools ?? {}) => {
       await current.supervisor.stop();
       await current.nomad.close();
-      current = await startSupervisor(fake, clock, poolOptions);
+      current = await startSupervisor(fake, clock, poolOptions, tally);
       current.pools.problems$.subscribe((problem) => problems.push(problem));
       await settled(current.pools.ready);
     },
