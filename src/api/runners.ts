@@ -6,10 +6,11 @@
  */
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { Clock } from '../clock/index.js';
 import { NoIdleRunnerError, UnknownEnvironmentError } from '../runners/errors.js';
 import type { Runner } from '../runners/runner.js';
 import type { ApiContext, ApiRequest, Handler } from './context.js';
-import { MESSAGES, notFound, runnerGone } from './errors.js';
+import { internalError, MESSAGES, notFound, runnerGone } from './errors.js';
 import { parseGoBool, readJson, sendEmpty, sendJson } from './http.js';
 import { executionRequest, runnerRequest, updateFilesRequest } from './requests.js';
 
@@ -48,10 +49,26 @@ export const provideRunner: Handler = async (context, request) => {
   sendJson(request.res, 200, { runnerId: runner.id, mappedPorts: runner.mappedPorts });
 };
 
+/** How long DELETE waits for Nomad to confirm the purge before it answers 500 (the purge goes on being retried). */
+export const DESTROY_WAIT_MS = 10_000;
+
+/** Whether `promise` settles within `ms` on the clock. */
+function within(clock: Clock, ms: number, promise: Promise<unknown>): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = clock.setTimeout(() => resolve(false), ms);
+    void promise.finally(() => {
+      clock.clearTimeout(timer);
+      resolve(true);
+    });
+  });
+}
+
 export const deleteRunner: Handler = async (context, request) => {
   const runner = claimedRunner(context, request);
   context.pending.forget(runner.id);
-  await runner.destroy('the client wants to stop the runner');
+  // From here on the runner is gone for every other request; its job's purge is retried until Nomad takes it.
+  const confirmed = await within(context.clock, DESTROY_WAIT_MS, runner.destroy('the client wants to stop the runner'));
+  if (!confirmed) throw internalError(`runner ${runner.id} is being destroyed; Nomad has not confirmed its purge yet (retried)`, 'NOMAD_INTERNAL_SERVER_ERROR');
   sendEmpty(request.res, 204);
 };
 

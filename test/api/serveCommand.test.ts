@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { main } from '../../src/cli/main.js';
 import { serve } from '../../src/cli/serveCommand.js';
 import { VirtualClock, settle } from '../../src/clock/index.js';
-import { START } from './support/serveHarness.js';
+import { START, startServe } from './support/serveHarness.js';
 
 async function run(promise: Promise<number>, clock: VirtualClock): Promise<number> {
   let code: number | undefined;
@@ -51,4 +51,17 @@ test.each([
     stderr.mockRestore();
   }
   expect(written.join('')).toMatch(message);
+});
+
+test('--inspect serves the inspector with the pools in its snapshot', async () => {
+  const h = await startServe({ inspect: 0 });
+  try {
+    await h.environment(5, 1);
+    const url = /inspector: (http:\/\/127\.0\.0\.1:\d+)/.exec(h.lines.join('\n'))?.[1];
+    expect(url).toBeDefined();
+    const snapshot = (await (await fetch(`${url}/api/snapshot`)).json()) as { pools?: { environmentId?: number; id?: number }[] };
+    expect(JSON.stringify(snapshot.pools)).toContain('"idle":1');
+  } finally {
+    await h.stop();
+  }
 });
