@@ -9,21 +9,25 @@
  *   Poseidon's does: that round trip is in Warden's figure, and each claim makes the pool register
  *   a replacement). Beside it, the same pairs made on the pools directly (claim(), destroy()): what
  *   the HTTP layer adds over the pools themselves (ratio_to_pools).
- * - claim_latency: one POST /runners at a time from a warm pool, p50 / p99 (ms) vs the bare handler.
+ * - claim_latency: one POST /runners at a time from a warm pool of LATENCY_POOL runners, full and at
+ *   rest before each claim (the replacement of the previous one registered and running), p50 / p99
+ *   (ms) vs the bare handler.
  * - executions: `true` through the WebSocket API (POST …/execute, connect, start … exit, close),
  *   WORKERS runners at once, under a terminal as Poseidon runs them: executions/s vs a bare server
  *   that answers the POST and whose WebSocket sends start and exit at once; beside it, the same
  *   executions through Runner.execute() directly (ratio_to_pools: what the API adds to an exec).
  *
- *   npx tsx bench/serve.ts [--pairs 600] [--concurrency 16] [--claims 400] [--seconds 5] [--workers 4]
+ *   npx tsx bench/serve.ts [--pairs 600] [--concurrency 16] [--claims 400] [--latency-pool 50] [--seconds 5] [--workers 4]
  *
- * Measured (`npm run bench -- serve`, 2 shared cores, other work running): claims 186 pairs/s vs
- * 6,710 bare (0.028; the pools alone 233/s: the API keeps 0.8 of them, the rest is Nomad's writes
- * per claim, a purge and a replacement runner); claim latency p50 1.64 ms / p99 11.6 ms vs bare
- * 0.045 / 12.3 ms (a claim is a lookup; what a claim costs is the replacement runner the pool
- * makes just after it, in the same process); `true` 80 executions/s on 4 runners vs 1,664 bare ws
- * (0.048; Runner.execute() alone 61/s: an execution under a terminal is two exec sessions and a
- * process on a pty, the API adds nothing measurable).
+ * Measured (`npx tsx bench/serve.ts`, 2 cores shared with other work, so ±40% from run to run):
+ * claims 116-186 pairs/s vs 6,700-8,800 bare (0.013-0.028); the pools alone make 233-238/s (the
+ * API keeps 0.5-0.8 of that): a pair is Nomad's writes (a purge, the replacement runner's job, its
+ * used mark), and XState copies the environment's children at each runner spawned and stopped, so
+ * with the ~600 runners this needs the pool's own work per claim grows (resolveStop, 1.2 ms per
+ * stop in a profile). Claim latency from a warm pool of 50 at rest: p50 0.66 ms / p99 1.66 ms vs
+ * bare 0.041 / 0.137 ms. `true` over the WebSocket: 79-80 executions/s on 4 runners vs 1,664-1,940
+ * bare ws (0.04-0.05); Runner.execute() alone 61-89/s: an execution under a terminal is two exec
+ * sessions and a process on a pty, the API adds nothing measurable.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -43,6 +47,7 @@ const CONCURRENCY = numberOption('concurrency', 16);
 const CLAIMS = numberOption('claims', 400);
 const SECONDS = numberOption('seconds', 5);
 const WORKERS = numberOption('workers', 4);
+const LATENCY_POOL = numberOption('latency-pool', 50);
 const SETUSER = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
 
 const now = (): number => performance.now();
@@ -152,11 +157,12 @@ async function directExecutions(pools: RunnerPools, runners: readonly string[]):
   return round(done / ((now() - begin) / 1000), 1);
 }
 
-/** One claim at a time: latency in ms. */
-async function claimLatency(base: string, environmentId: number): Promise<{ latencies: number[]; runners: string[] }> {
+/** One claim at a time, each from a full pool at rest (`ready`, when given, waits for it): latency in ms. */
+async function claimLatency(base: string, environmentId: number, ready?: () => Promise<void>): Promise<{ latencies: number[]; runners: string[] }> {
   const latencies: number[] = [];
   const runners: string[] = [];
   for (let i = 0; i < CLAIMS; i++) {
+    await ready?.();
     const start = now();
     const claim = await call('POST', `${base}/runners`, { executionEnvironmentId: environmentId, inactivityTimeout: 60 });
     latencies.push(now() - start);
@@ -224,9 +230,13 @@ async function main(): Promise<void> {
       await fill(warden, 1, PAIRS + CONCURRENCY);
       const poolPairs = await directPairs(warden.pools, 1);
 
-      await fill(warden, 2, CLAIMS + 10);
+      // A pool of a realistic size, full again before each claim: the claim's own latency, not the refill's.
+      await fill(warden, 2, LATENCY_POOL);
       const bareLatency = await claimLatency(bare.base, 2);
-      const latency = await claimLatency(warden.base, 2);
+      const latency = await claimLatency(warden.base, 2, async () => {
+        while (warden.pools.environment(2)?.idleRunners !== LATENCY_POOL) await sleep(1);
+        await sleep(2);
+      });
       await Promise.all(latency.runners.map((runnerId) => call('DELETE', `${warden.base}/runners/${runnerId}`)));
 
       await fill(warden, 3, WORKERS);
@@ -249,6 +259,7 @@ async function main(): Promise<void> {
         },
         claim_latency: {
           claims: CLAIMS,
+          pool_size: LATENCY_POOL,
           warden_p50_ms: round(percentile(latency.latencies, 0.5), 3),
           warden_p99_ms: round(percentile(latency.latencies, 0.99), 3),
           bare_p50_ms: round(percentile(bareLatency.latencies, 0.5), 3),
