@@ -1,31 +1,143 @@
 /**
- * Server side of bench/supervisor.ts, in its own process (as a real Nomad is): FakeNomad on its own
- * VirtualClock with the bench stream parsed up front. Prints its address; then for each stdin line
- * `<t>` publishes every batch due by stream time t and answers `<wall ms of the last publish>`.
+ * The server of bench/supervisor.ts, in its own process: a trivial node:http server that only writes
+ * bytes built before anything is timed. It serialises every stream once at start (or on first
+ * request), as Buffers, and then:
  *
- *   node --import tsx bench/supervisor-server.ts <allocations> <batch>
+ * - GET /v1/event/stream: 200, a `{}` heartbeat at once (as Nomad does) and every 10 s; the lines of
+ *   the selected stream are written to it on POST /bench/go, one write a line (Nomad flushes each
+ *   frame), waiting for the socket to drain;
+ * - GET /v1/allocations: `[]` with X-Nomad-Index at the selected stream's last index (the listing a
+ *   supervisor makes at start, and the freshness read: everything is delivered);
+ * - POST /bench/select?name=…: which stream `go` writes; answers its line and event counts;
+ * - POST /bench/next: answers at once, then writes the next single-allocation line 1 ms later,
+ *   noting the monotonic time (process.hrtime, the same clock in every process) just before;
+ *   GET /bench/writes gives those times;
+ * - GET /bench/stream?name=…: the stream's bytes as one body (the timer benchmark decodes them up front).
+ *
+ *   node --import tsx bench/supervisor-server.ts <allocations> <batch> <latency samples>
  */
-import { createInterface } from 'node:readline';
-import { performance } from 'node:perf_hooks';
-import { VirtualClock } from '../src/clock/index.js';
-import { FakeNomad } from '../src/testing/fakeNomad.js';
-import type { StreamEvent } from '../src/testing/nomad/eventBroker.js';
-import { parseLossless } from '../src/testing/losslessJson.js';
-import { benchStream } from './supervisor-input.js';
+import { createServer, type ServerResponse } from 'node:http';
+import { once } from 'node:events';
+import { benchStreams, type BenchStreams } from './supervisor-stream.js';
 
-const stream = benchStream(Number(process.argv[2]), Number(process.argv[3]));
-const batches = stream.lines.map((line) => {
-  const { Index, Events } = parseLossless(line.raw) as unknown as { Index: number; Events: StreamEvent[] };
-  return { t: line.t, batch: { Index, Events, raw: line.raw } };
+const [allocations, batch, samples] = process.argv.slice(2).map(Number) as [number, number, number];
+const WARM_ALLOCATIONS = 2_000;
+/** Streams on the system clock: time must decide nothing while a run lasts, so only data does. */
+const DATA_POLICY = { minHealthyTimeMs: 3_600_000, healthyDeadlineMs: 7_200_000 };
+/** Streams on a virtual clock: decided by min_healthy_time, or by a 5-minute healthy_deadline. */
+const TIMER_POLICY = { minHealthyTimeMs: 10_000, healthyDeadlineMs: 300_000 };
+const TIMER_START = Date.UTC(2026, 0, 1);
+
+interface Stream {
+  lines: Buffer[];
+  events: number;
+  lastIndex: number;
+  /** Epoch ms of its first event. */
+  start: number;
+}
+
+function stream(builder: BenchStreams, parts: string[][]): Stream {
+  const texts = parts.flat();
+  const events = texts.reduce((sum, text) => sum + (text.match(/"Topic":/g)?.length ?? 0), 0);
+  return { lines: texts.map((text) => Buffer.from(`${text}\n`)), events, lastIndex: builder.nextIndex - 1, start: builder.start };
+}
+
+const builders = new Map<string, () => Stream>([
+  ['warm', () => {
+    const b = benchStreams(WARM_ALLOCATIONS, batch, Date.now(), DATA_POLICY);
+    return stream(b, [b.placed(), b.running(), b.failing()]);
+  }],
+  ['timers-healthy', () => {
+    const b = benchStreams(allocations, batch, TIMER_START, TIMER_POLICY);
+    return stream(b, [b.placed(), b.running()]);
+  }],
+  ['timers-deadline', () => {
+    const b = benchStreams(allocations, batch, TIMER_START, TIMER_POLICY);
+    return stream(b, [b.placed(), b.stuck()]);
+  }],
+]);
+// The data-decided streams share one builder: the single failures follow the batched ones' indexes.
+const main = benchStreams(allocations, batch, Date.now(), DATA_POLICY);
+const [placed, running, failing] = [main.placed(), main.running(), main.failing()];
+const singles = stream(main, [main.failingSingles(0, samples)]);
+const streams = new Map<string, Stream>([
+  ['full', stream(main, [placed, running, failing])],
+  ['tracked', stream(main, [placed, running])],
+]);
+function streamNamed(name: string): Stream | undefined {
+  let found = streams.get(name);
+  const build = builders.get(name);
+  if (found === undefined && build !== undefined) streams.set(name, (found = build()));
+  return found;
+}
+streamNamed('warm');
+
+let selected: Stream = streams.get('tracked') as Stream;
+let listening: ServerResponse | undefined;
+let nextSingle = 0;
+const writes: string[] = [];
+
+async function writeAll(res: ServerResponse, lines: readonly Buffer[]): Promise<void> {
+  for (const line of lines) if (!res.write(line)) await once(res, 'drain');
+}
+
+const json = (res: ServerResponse, value: unknown, headers: Record<string, string> = {}): void => {
+  res.writeHead(200, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(value));
+};
+
+const server = createServer((req, res) => {
+  const url = new URL(req.url ?? '/', 'http://bench');
+  const name = url.searchParams.get('name') ?? '';
+  switch (`${req.method} ${url.pathname}`) {
+    case 'GET /v1/event/stream': {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('{}\n');
+      listening = res;
+      const heartbeat = setInterval(() => res.write('{}\n'), 10_000);
+      res.on('close', () => clearInterval(heartbeat));
+      return;
+    }
+    case 'GET /v1/allocations':
+      return json(res, [], { 'X-Nomad-Index': String(selected.lastIndex), 'X-Nomad-KnownLeader': 'true', 'X-Nomad-LastContact': '0' });
+    case 'POST /bench/select': {
+      const found = streamNamed(name);
+      if (found === undefined) return void res.writeHead(404).end(`no stream ${name}`);
+      selected = found;
+      nextSingle = 0;
+      writes.length = 0;
+      return json(res, { lines: found.lines.length, events: found.events, lastIndex: found.lastIndex, start: found.start });
+    }
+    case 'POST /bench/go': {
+      res.writeHead(204).end();
+      if (listening !== undefined) void writeAll(listening, selected.lines);
+      return;
+    }
+    case 'POST /bench/next': {
+      res.writeHead(204).end();
+      const line = singles.lines[nextSingle++];
+      setTimeout(() => {
+        if (line === undefined || listening === undefined) return;
+        writes.push(process.hrtime.bigint().toString());
+        listening.write(line);
+      }, 1);
+      return;
+    }
+    case 'GET /bench/writes':
+      return json(res, writes);
+    case 'GET /bench/stream': {
+      const found = streamNamed(name);
+      if (found === undefined) return void res.writeHead(404).end(`no stream ${name}`);
+      return void res.writeHead(200, { 'Content-Type': 'application/x-ndjson' }).end(Buffer.concat(found.lines));
+    }
+    default:
+      console.error(`bench server: unexpected ${req.method} ${req.url}`);
+      res.writeHead(404).end('not found');
+  }
 });
-const clock = new VirtualClock({ start: stream.start });
-const fake = await FakeNomad.start({ clock, eventBufferSize: batches.length + 1 });
-process.stdout.write(`${fake.address}\n`);
-let next = 0;
-createInterface({ input: process.stdin }).on('line', (text) => {
-  const t = Number(text);
-  clock.advanceTo(Math.max(clock.now(), stream.start + t));
-  while (next < batches.length && batches[next]!.t <= t) fake.cluster.applyRecordedBatch(batches[next++]!.batch);
-  process.stdout.write(`${performance.timeOrigin + performance.now()}\n`);
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('no address');
+  process.stdout.write(`${JSON.stringify({ address: `http://127.0.0.1:${address.port}`, singles: singles.lines.length })}\n`);
 });
-process.stdin.on('end', () => void fake.close().then(() => process.exit(0)));
+process.stdin.resume();
+process.stdin.on('end', () => process.exit(0));

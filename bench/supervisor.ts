@@ -1,137 +1,208 @@
 /**
- * The whole supervisor under a 10,000-allocation deployment (bench/supervisor-input.ts: one job,
- * one deployment, every allocation placed, then running), served by FakeNomad over loopback from
- * its own process (bench/supervisor-server.ts, as a real Nomad is) and followed by
- * createSupervisor on a VirtualClock through the real event stream, client, job cache and health
- * machines. Beside it, in the same run, a bare JSON.parse of the same lines.
+ * The whole supervisor, measured from outside, beside the floor under any reader of the same stream.
  *
- * - placement: every pending allocation published at once; events/s until all are supervised.
- * - heap: bytes per supervised allocation once all are tracked (FakeNomad is not in this process).
- * - running: one batch of running updates at a time, each completing its allocations' health;
- *   latency from FakeNomad publishing the batch to each verdict (wall clocks of one machine).
- * - CPU: this process's CPU time per event, beside JSON.parse's.
+ * A trivial node:http server in its own process (bench/supervisor-server.ts) serialises the streams
+ * before anything is timed and only writes those bytes: one service job, its deployment and N
+ * allocations (Nomad 1.1.2 payloads from the recordings), 100 events a line. Each figure is taken in
+ * a fresh process (bench/supervisor-run.ts), floor and Warden alternating, `--rounds` times; the
+ * figures are medians, and each ratio is the median of the ratios of the runs taken side by side.
  *
- *   npx tsx bench/supervisor.ts [--allocations 10000] [--batch 100]
+ * - The floor: a bare undici client that cuts the body into lines and gives each to JSON.parse.
+ * - Throughput (N = 10,000 and 100,000): every allocation placed, running, then failing, written at
+ *   once; from the first byte to the last line parsed (floor) or Warden's last verdict
+ *   (createSupervisor over the same socket, waiting on verdicts$). Every verdict here is reached by
+ *   the data (a failed task, before a min_healthy_time of an hour): none waits for time, so the
+ *   settle window and the freshness read never run; timers have their own figure below. Wall time,
+ *   and CPU time of the reading process (its every thread: GC helpers included).
+ * - Latency: N allocations running (Warden: the heap per supervised allocation, after two full
+ *   collections), then `--samples` single-allocation failures, one line at a time: from the server
+ *   writing the line (process.hrtime: the same monotonic clock in both processes) to the line
+ *   parsed (floor) or its verdict (Warden); p50 / p99 / max.
+ * - Timers (N = the largest): every allocation running and healthy through its min_healthy_time
+ *   timer (10 s), or never started and unhealthy at its 5-minute healthy_deadline, on a
+ *   VirtualClock: the inputs decoded up front by Warden's own decoder and handed to a Supervisor, then
+ *   virtual time moved from one due timer to the next. The settle window and the freshness read are
+ *   the real ones (FreshnessHorizon with a NomadClient reading this server's allocation index over
+ *   loopback: one read per round, not per allocation). Wall time of the hand-over (`feed`) and of the
+ *   verdicts (`decide`), and heap per allocation while they wait.
+ *
+ *   npx tsx bench/supervisor.ts [--allocations 10000,100000] [--rounds 5] [--samples 1000] [--batch 100]
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
-import { VirtualClock, settle } from '../src/clock/index.js';
-import { NomadClient } from '../src/nomad/client.js';
-import { createSupervisor } from '../src/supervisor/index.js';
-import { benchStream } from './supervisor-input.js';
 import { median, numberOption } from './support/figures.js';
-import { heapUsed } from './support/heap.js';
 
-const ALLOCATIONS = numberOption('allocations', 10_000);
+const SIZES = (process.argv.includes('--allocations') ? (process.argv[process.argv.indexOf('--allocations') + 1] ?? '') : '10000,100000').split(',').map(Number);
+const ROUNDS = numberOption('rounds', 5);
+const SAMPLES = numberOption('samples', 1_000);
 const BATCH = numberOption('batch', 100);
+const TARGETS = { throughputVsFloor: 0.6, cpuVsFloor: 1.7, latencyP50VsFloor: 1.3, latencyP99VsFloor: 1.3, heapBytesPerAllocation: 1.25 * 1024, timerSeconds: 5 };
 
-const wallNow = (): number => performance.timeOrigin + performance.now();
-const cpuMs = (): number => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
+const here = import.meta.dirname;
+
+async function startServer(allocations: number): Promise<{ address: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'supervisor-server.ts'), String(allocations), String(BATCH), String(SAMPLES)], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const first = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next();
+  if (first.done) throw new Error('bench server ended before giving its address');
+  const { address } = JSON.parse(first.value as string) as { address: string };
+  return { address, stop: () => child.stdin.end() };
+}
+
+function run<T>(mode: string, address: string, allocations: number): T {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'supervisor-run.ts'), mode, address, String(allocations), String(SAMPLES)], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  if (child.status !== 0) throw new Error(`bench/supervisor-run.ts ${mode} exited with ${child.status ?? child.signal}`);
+  return JSON.parse(child.stdout) as T;
+}
+
+/** Floor and Warden runs side by side, `ROUNDS` times, in alternating order. */
+function paired<T>(floorMode: string, wardenMode: string, address: string, allocations: number): { floor: T[]; warden: T[] } {
+  const floor: T[] = [];
+  const warden: T[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    console.error(`  ${allocations}: ${floorMode} / ${wardenMode}, round ${round + 1} of ${ROUNDS}`);
+    if (round % 2 === 0) {
+      floor.push(run<T>(floorMode, address, allocations));
+      warden.push(run<T>(wardenMode, address, allocations));
+    } else {
+      warden.push(run<T>(wardenMode, address, allocations));
+      floor.push(run<T>(floorMode, address, allocations));
+    }
+  }
+  return { floor, warden };
+}
+
+interface Throughput {
+  wallMs: number;
+  cpuMs: number;
+  events: number;
+}
+interface Latency {
+  latenciesMs: number[];
+  heapBytesPerAllocation?: number;
+}
+interface Timers {
+  kind: string;
+  healthy: number;
+  unhealthy: number;
+  virtualSeconds: number;
+  timerRounds: number;
+  feed: { wallMs: number; cpuMs: number };
+  decide: { wallMs: number; cpuMs: number };
+  heapBytesPerAllocation: { waiting: number; decided: number };
+}
+
+const round2 = (value: number): number => Math.round(value * 100) / 100;
+const round3 = (value: number): number => Math.round(value * 1000) / 1000;
+
+function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+  return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0 };
+}
+
+/** The median of each run's own figure, and of the ratios of runs taken side by side. */
+function medianOf<T>(runs: readonly T[], figure: (run: T) => number): number {
+  return median(runs.map(figure));
+}
+function pairedRatio<T>(pair: { floor: T[]; warden: T[] }, figure: (run: T) => number, invert = false): number {
+  return median(pair.warden.map((warden, i) => {
+    const [w, f] = [figure(warden), figure(pair.floor[i] as T)];
+    return invert ? f / w : w / f;
+  }));
+}
+
+const targets: { figure: string; value: number; target: string; met: boolean }[] = [];
+const target = (figure: string, value: number, bound: number, atLeast: boolean): void => {
+  targets.push({ figure, value: round3(value), target: `${atLeast ? '≥' : '≤'} ${bound}`, met: atLeast ? value >= bound : value <= bound });
 };
 
-const stream = benchStream(ALLOCATIONS, BATCH);
-
-/** Bare JSON.parse of the same lines: events per wall second and CPU ms per event (median of 5). */
-function parseBaseline(): { eventsPerSec: number; cpuMsPerEvent: number } {
-  const runs: { rate: number; cpu: number }[] = [];
-  for (let r = 0; r < 5; r++) {
-    const [start, cpu] = [performance.now(), cpuMs()];
-    for (const line of stream.lines) JSON.parse(line.raw);
-    runs.push({ rate: stream.events / ((performance.now() - start) / 1000), cpu: (cpuMs() - cpu) / stream.events });
+const sizes: Record<string, unknown> = {};
+let timers: Record<string, unknown> | undefined;
+for (const allocations of SIZES) {
+  console.error(`bench/supervisor: ${allocations} allocations: building the server's streams …`);
+  const server = await startServer(allocations);
+  try {
+    const throughput = paired<Throughput>('floor-throughput', 'warden-throughput', server.address, allocations);
+    const latency = paired<Latency>('floor-latency', 'warden-latency', server.address, allocations);
+    const events = throughput.floor[0]?.events ?? 0;
+    const side = (runs: Throughput[]) => ({
+      wallMs: round2(medianOf(runs, (r) => r.wallMs)),
+      cpuMs: round2(medianOf(runs, (r) => r.cpuMs)),
+      eventsPerSecond: Math.round(events / (medianOf(runs, (r) => r.wallMs) / 1000)),
+    });
+    const latencySide = (runs: Latency[]) => {
+      const each = runs.map((r) => percentiles(r.latenciesMs));
+      return { p50: round3(median(each.map((p) => p.p50))), p99: round3(median(each.map((p) => p.p99))), max: round3(Math.max(...each.map((p) => p.max))) };
+    };
+    const ratios = {
+      throughputVsFloor: round3(pairedRatio(throughput, (r) => r.wallMs, true)),
+      cpuVsFloor: round3(pairedRatio(throughput, (r) => r.cpuMs)),
+      latencyP50VsFloor: round3(pairedRatio(latency, (r) => percentiles(r.latenciesMs).p50)),
+      latencyP99VsFloor: round3(pairedRatio(latency, (r) => percentiles(r.latenciesMs).p99)),
+    };
+    const heap = medianOf(latency.warden, (r) => r.heapBytesPerAllocation ?? 0);
+    sizes[allocations] = {
+      events,
+      throughput: { floor: side(throughput.floor), warden: side(throughput.warden) },
+      latencyMs: { samples: SAMPLES, floor: latencySide(latency.floor), warden: latencySide(latency.warden) },
+      heapBytesPerSupervisedAllocation: Math.round(heap),
+      ratios,
+    };
+    target(`throughput vs floor (wall), ${allocations}`, ratios.throughputVsFloor, TARGETS.throughputVsFloor, true);
+    target(`CPU vs floor, ${allocations}`, ratios.cpuVsFloor, TARGETS.cpuVsFloor, false);
+    target(`latency p50 vs floor, ${allocations}`, ratios.latencyP50VsFloor, TARGETS.latencyP50VsFloor, false);
+    target(`latency p99 vs floor, ${allocations}`, ratios.latencyP99VsFloor, TARGETS.latencyP99VsFloor, false);
+    if (allocations === Math.max(...SIZES)) {
+      target(`heap bytes per supervised allocation, ${allocations}`, heap, TARGETS.heapBytesPerAllocation, false);
+      timers = {};
+      for (const kind of ['healthy', 'deadline'] as const) {
+        const runs: Timers[] = [];
+        for (let r = 0; r < ROUNDS; r++) {
+          console.error(`  ${allocations}: timers-${kind}, round ${r + 1} of ${ROUNDS}`);
+          runs.push(run<Timers>(`timers-${kind}`, server.address, allocations));
+        }
+        const [first] = runs as [Timers];
+        const totalSeconds = medianOf(runs, (t) => (t.feed.wallMs + t.decide.wallMs) / 1000);
+        timers[kind] = {
+          allocations,
+          healthy: first.healthy,
+          unhealthy: first.unhealthy,
+          virtualSeconds: round2(first.virtualSeconds),
+          freshnessRounds: first.timerRounds,
+          feedSeconds: round3(medianOf(runs, (t) => t.feed.wallMs / 1000)),
+          decideSeconds: round3(medianOf(runs, (t) => t.decide.wallMs / 1000)),
+          totalSeconds: round3(totalSeconds),
+          heapBytesPerAllocation: {
+            waiting: Math.round(medianOf(runs, (t) => t.heapBytesPerAllocation.waiting)),
+            decided: Math.round(medianOf(runs, (t) => t.heapBytesPerAllocation.decided)),
+          },
+        };
+        target(`${allocations} allocations decided by timers (${kind}): feed + decide, seconds`, totalSeconds, TARGETS.timerSeconds, false);
+      }
+    }
+  } finally {
+    server.stop();
   }
-  return { eventsPerSec: median(runs.map((r) => r.rate)), cpuMsPerEvent: median(runs.map((r) => r.cpu)) };
 }
 
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let turns = 0; !condition(); turns++) {
-    if (turns > 10_000_000) throw new Error(`bench stalled waiting for ${what}`);
-    await settle(1);
-  }
-}
-
-const baseline = parseBaseline();
-
-// FakeNomad in its own process; each `advance(t)` makes it publish what is due by stream time t.
-const server = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'supervisor-server.ts'), String(ALLOCATIONS), String(BATCH)], {
-  stdio: ['pipe', 'pipe', 'inherit'],
-});
-const replies = createInterface({ input: server.stdout })[Symbol.asyncIterator]();
-const address = (await replies.next()).value as string;
-async function publish(t: number): Promise<number> {
-  server.stdin.write(`${t}\n`);
-  return Number((await replies.next()).value);
-}
-
-const clock = new VirtualClock({ start: stream.start });
-const nomad = new NomadClient({ address }, { clock, gzip: false });
-const supervisor = createSupervisor({ nomad, clock, historySize: ALLOCATIONS });
-let verdicts = 0;
-const verdictAt = new Map<string, number>();
-supervisor.verdicts$.subscribe((record) => {
-  verdicts++;
-  verdictAt.set(record.alloc.allocId, wallNow());
-});
-await until(() => JSON.stringify(supervisor.actor.getSnapshot().value) === '{"running":"streaming"}', 'the stream');
-await publish(0);
-const heapBefore = heapUsed();
-
-const placement = { start: performance.now(), cpu: cpuMs() };
-clock.advanceTo(stream.start + 1);
-await publish(1);
-await until(() => supervisor.supervised === ALLOCATIONS, 'every allocation supervised');
-const placementSeconds = (performance.now() - placement.start) / 1000;
-const placementCpuMs = cpuMs() - placement.cpu;
-const heapPerAllocation = (heapUsed() - heapBefore) / ALLOCATIONS;
-
-const latencies: number[] = [];
-const running = { start: performance.now(), cpu: cpuMs() };
-for (let k = 0; k * BATCH < ALLOCATIONS; k++) {
-  const t = stream.runningAt + k * 10;
-  clock.advanceTo(stream.start + t);
-  const publishedAt = await publish(t);
-  const expected = Math.min(ALLOCATIONS, (k + 1) * BATCH);
-  await until(() => verdicts >= expected, `verdicts of batch ${k}`);
-  for (let i = k * BATCH; i < expected; i++) {
-    const id = `${i.toString(16).padStart(8, '0')}-bench-4000-8000-000000000000`;
-    latencies.push((verdictAt.get(id) ?? publishedAt) - publishedAt);
-  }
-}
-const runningSeconds = (performance.now() - running.start) / 1000;
-const runningCpuMs = cpuMs() - running.cpu;
-latencies.sort((a, b) => a - b);
-const percentile = (p: number): number => Number(latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!.toFixed(2));
-
-await supervisor.stop();
-await nomad.close();
-server.stdin.end();
-
-const placementEvents = ALLOCATIONS + 1;
-const round = (value: number, digits = 4): number => Number(value.toFixed(digits));
 console.log(
   JSON.stringify(
     {
       bench: 'supervisor',
-      allocations: ALLOCATIONS,
+      rounds: ROUNDS,
       batch: BATCH,
-      streamEvents: stream.events,
-      supervisor: {
-        placementEventsPerSec: Math.round(placementEvents / placementSeconds),
-        runningEventsPerSec: Math.round(ALLOCATIONS / runningSeconds),
-        cpuMsPerEvent: { placement: round(placementCpuMs / placementEvents), running: round(runningCpuMs / ALLOCATIONS) },
-        heapBytesPerSupervisedAllocation: Math.round(heapPerAllocation),
-        verdictLatencyMs: { p50: percentile(50), p99: percentile(99), max: percentile(100) },
-        verdicts,
-      },
-      baseline: { jsonParseEventsPerSec: Math.round(baseline.eventsPerSec), jsonParseCpuMsPerEvent: round(baseline.cpuMsPerEvent) },
-      ratios: {
-        placementVsJsonParse: round(placementEvents / placementSeconds / baseline.eventsPerSec),
-        runningVsJsonParse: round(ALLOCATIONS / runningSeconds / baseline.eventsPerSec),
-        cpuPerEventVsJsonParse: { placement: round(placementCpuMs / placementEvents / baseline.cpuMsPerEvent, 2), running: round(runningCpuMs / ALLOCATIONS / baseline.cpuMsPerEvent, 2) },
-      },
+      machine: { cpus: availableParallelism(), node: process.version },
+      allocations: sizes,
+      ...(timers ? { timers } : {}),
+      targets,
     },
     null,
     2,

@@ -60,7 +60,8 @@ function skippedInput(skipped: BatchSkips, resync: boolean): SupervisorInput {
   return { kind: 'problem', problem: 'bad-payload', message, index: skipped.index };
 }
 
-function batchInputs(batch: EventBatch): SupervisorInput[] {
+/** The supervisor's inputs of one batch of the event stream, in the order it takes them. */
+export function batchInputs(batch: EventBatch): SupervisorInput[] {
   const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
   const inputs = events.map((event) => toInput(event, batch.index, batch.resync)).filter((input): input is SupervisorInput => input !== undefined);
   return batch.skipped === undefined ? inputs : [skippedInput(batch.skipped, batch.resync), ...inputs];

@@ -1,0 +1,311 @@
+/**
+ * One measured run of bench/supervisor.ts, in a fresh process, against its server
+ * (bench/supervisor-server.ts). Prints one JSON object.
+ *
+ * - `floor-throughput` / `warden-throughput`: the whole stream (placed, running, failing), from the
+ *   server's first byte to the last line parsed (floor) or the last verdict (Warden): wall and CPU.
+ * - `floor-latency` / `warden-latency`: every allocation placed and running (Warden: heap per
+ *   supervised allocation, after two full collections), then single-allocation failures, one at a
+ *   time: from the server writing the line to the line parsed (floor) or its verdict (Warden).
+ * - `timers-healthy` / `timers-deadline`: the timer benchmark (see bench/supervisor.ts).
+ *
+ * Every run first goes once through a small stream (2,000 allocations) with a supervisor (or floor
+ * reader) of its own that it then drops, so that the JIT has compiled what the measured run runs,
+ * as in a supervisor that has been up for a while.
+ *
+ *   node --import tsx bench/supervisor-run.ts <mode> <server address>
+ */
+import { performance } from 'node:perf_hooks';
+import { setImmediate as turn } from 'node:timers/promises';
+import { Subject, filter, firstValueFrom } from 'rxjs';
+import { request } from 'undici';
+import { VirtualClock } from '../src/clock/index.js';
+import { NomadClient } from '../src/nomad/client.js';
+import { decodeFrame } from '../src/nomad/eventFrames.js';
+import { tapResponse, type WireLayer } from '../src/nomad/wire.js';
+import { createSupervisor, Supervisor, type SupervisorInput } from '../src/supervisor/index.js';
+import { batchInputs, SUPERVISOR_TOPICS } from '../src/supervisor/nomadSource.js';
+import { heapUsed } from './support/heap.js';
+
+const [mode, address] = process.argv.slice(2) as [string, string];
+const STREAM_PATH = `/v1/event/stream?index=0&${SUPERVISOR_TOPICS.map((topic) => `topic=${topic}`).join('&')}`;
+
+interface Selected {
+  lines: number;
+  events: number;
+  lastIndex: number;
+  start: number;
+}
+
+async function bench(method: 'GET' | 'POST', path: string): Promise<string> {
+  const { statusCode, body } = await request(`${address}${path}`, { method });
+  const text = await body.text();
+  if (statusCode >= 300) throw new Error(`${method} ${path}: ${statusCode} ${text}`);
+  return text;
+}
+const select = async (name: string): Promise<Selected> => JSON.parse(await bench('POST', `/bench/select?name=${name}`)) as Selected;
+
+const cpuMs = (): number => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+const monotonicNs = (): bigint => process.hrtime.bigint();
+
+/** Wall and CPU milliseconds of `run`, which starts the server writing and resolves at the end. */
+async function timed(run: () => Promise<void>): Promise<{ wallMs: number; cpuMs: number }> {
+  const [wall, cpu] = [performance.now(), cpuMs()];
+  await run();
+  return { wallMs: performance.now() - wall, cpuMs: cpuMs() - cpu };
+}
+
+// ---- the floor: a bare undici client that cuts the body into lines and gives each to JSON.parse ----
+
+class FloorReader {
+  private parsedLines = 0;
+  private waiter: { lines: number; resolve: () => void } | undefined;
+  private readonly onLine: ((frame: { Events: unknown[] }) => void) | undefined;
+
+  private constructor(onLine?: (frame: { Events: unknown[] }) => void) {
+    this.onLine = onLine;
+  }
+
+  /** Connected once the server's first heartbeat is in. */
+  static async open(onLine?: (frame: { Events: unknown[] }) => void): Promise<FloorReader> {
+    const reader = new FloorReader(onLine);
+    const { body } = await request(`${address}${STREAM_PATH}`);
+    const chunks = body[Symbol.asyncIterator]();
+    const first = await chunks.next();
+    if (first.done) throw new Error('stream closed');
+    void reader.read(chunks, first.value as Buffer);
+    return reader;
+  }
+
+  /** Resolves once `count` more data lines have been parsed. */
+  lines(count: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.waiter = { lines: this.parsedLines + count, resolve };
+    });
+  }
+
+  private async read(chunks: AsyncIterator<Buffer>, first: Buffer): Promise<void> {
+    let rest: Buffer | undefined;
+    for (let chunk: Buffer | undefined = first; chunk !== undefined; ) {
+      const buffer: Buffer = rest === undefined ? chunk : Buffer.concat([rest, chunk]);
+      let start = 0;
+      for (let nl = buffer.indexOf(10); nl !== -1; nl = buffer.indexOf(10, start)) {
+        const frame = JSON.parse(buffer.toString('utf8', start, nl)) as { Events?: unknown[] };
+        start = nl + 1;
+        if (frame.Events === undefined) continue;
+        this.parsedLines++;
+        this.onLine?.(frame as { Events: unknown[] });
+        if (this.waiter !== undefined && this.parsedLines >= this.waiter.lines) {
+          const { resolve } = this.waiter;
+          this.waiter = undefined;
+          resolve();
+        }
+      }
+      rest = start < buffer.length ? buffer.subarray(start) : undefined;
+      const next = await chunks.next();
+      chunk = next.done ? undefined : (next.value as Buffer);
+    }
+  }
+}
+
+async function floorPass(stream: string): Promise<{ wallMs: number; cpuMs: number; events: number }> {
+  const { lines, events } = await select(stream);
+  const reader = await FloorReader.open();
+  const done = reader.lines(lines);
+  return { ...(await timed(async () => {
+    await bench('POST', '/bench/go');
+    await done;
+  })), events };
+}
+
+// ---- Warden: createSupervisor over the same socket ----
+
+function wardenOver(allocations: number): { supervisor: Supervisor; nomad: NomadClient } {
+  const nomad = new NomadClient({ address });
+  return { nomad, supervisor: createSupervisor({ nomad, historySize: Math.max(10_000, allocations) }) };
+}
+
+const streaming = (supervisor: Supervisor): Promise<unknown> => firstValueFrom(supervisor.connection$.pipe(filter((state) => state === 'streaming')));
+
+/** Resolves when `count` verdicts have come (counted as they come: nothing polls). */
+function verdicts(supervisor: Supervisor, count: number): Promise<void> {
+  return new Promise((resolve) => {
+    let seen = 0;
+    supervisor.verdicts$.subscribe(() => {
+      if (++seen === count) resolve();
+    });
+  });
+}
+
+async function wardenPass(stream: string, allocations: number): Promise<{ wallMs: number; cpuMs: number; events: number }> {
+  const { events } = await select(stream);
+  const { supervisor, nomad } = wardenOver(allocations);
+  await streaming(supervisor);
+  const done = verdicts(supervisor, allocations);
+  const timing = await timed(async () => {
+    await bench('POST', '/bench/go');
+    await done;
+  });
+  await supervisor.stop();
+  await nomad.close();
+  return { ...timing, events };
+}
+
+const WARM = 2_000;
+
+async function throughput(warden: boolean, allocations: number): Promise<unknown> {
+  if (warden) {
+    await wardenPass('warm', WARM);
+    return wardenPass('full', allocations);
+  }
+  await floorPass('warm');
+  return floorPass('full');
+}
+
+/** Single-line latencies (ms), line written → `arrived` resolves for it, `samples` times. */
+async function latencies(samples: number, arrived: () => Promise<void>): Promise<number[]> {
+  const seen: bigint[] = [];
+  for (let i = 0; i < samples; i++) {
+    const next = arrived();
+    await bench('POST', '/bench/next');
+    await next;
+    seen.push(monotonicNs());
+  }
+  const written = (JSON.parse(await bench('GET', '/bench/writes')) as string[]).map(BigInt);
+  if (written.length !== samples) throw new Error(`server wrote ${written.length} lines, expected ${samples}`);
+  return seen.map((at, i) => Number(at - (written[i] as bigint)) / 1e6);
+}
+
+async function latency(warden: boolean, allocations: number, samples: number): Promise<unknown> {
+  if (!warden) {
+    await floorPass('warm');
+    const { lines } = await select('tracked');
+    let parsed: (() => void) | undefined;
+    const reader = await FloorReader.open(() => parsed?.());
+    const tracked = reader.lines(lines);
+    await bench('POST', '/bench/go');
+    await tracked;
+    return { latenciesMs: await latencies(samples, () => new Promise((resolve) => (parsed = resolve))) };
+  }
+  await wardenPass('warm', WARM);
+  await select('tracked');
+  const { supervisor } = wardenOver(allocations);
+  await streaming(supervisor);
+  const heapBefore = heapUsed();
+  let waiting = 0;
+  const allWaiting = new Promise<void>((resolve) => {
+    supervisor.changes$.subscribe((change) => {
+      if (change.to === 'minHealthyWait' && ++waiting === allocations) resolve();
+    });
+  });
+  await bench('POST', '/bench/go');
+  await allWaiting;
+  const heapBytesPerAllocation = (heapUsed() - heapBefore) / allocations;
+  if (supervisor.supervised !== allocations) throw new Error(`${supervisor.supervised} supervised, expected ${allocations}`);
+  let decided: (() => void) | undefined;
+  supervisor.verdicts$.subscribe(() => decided?.());
+  const latenciesMs = await latencies(samples, () => new Promise((resolve) => (decided = resolve)));
+  return { heapBytesPerAllocation, latenciesMs };
+}
+
+// ---- timers: verdicts that only time reaches, in virtual time ----
+
+/** Counts the requests in flight under a client, and tells when none is left. */
+class InFlight {
+  private count = 0;
+  private idle: (() => void)[] = [];
+  readonly layer: WireLayer = (network) => ({
+    send: async (wireRequest) => {
+      this.count++;
+      try {
+        return tapResponse(await network.send(wireRequest), { end: () => this.done() });
+      } catch (error) {
+        this.done();
+        throw error;
+      }
+    },
+    close: () => network.close(),
+  });
+
+  /** Once every request sent is answered, and what it started has run. */
+  async settled(): Promise<void> {
+    await turn();
+    while (this.count > 0) {
+      await new Promise<void>((resolve) => this.idle.push(resolve));
+      await turn();
+    }
+  }
+
+  private done(): void {
+    if (--this.count > 0) return;
+    const idle = this.idle;
+    this.idle = [];
+    for (const resolve of idle) resolve();
+  }
+}
+
+/** The stream's supervisor inputs, decoded by Warden's own decoder (as the event stream would), before anything is timed. */
+async function decodedInputs(name: string): Promise<SupervisorInput[]> {
+  const text = await bench('GET', `/bench/stream?name=${name}`);
+  return text.split('\n').filter((line) => line !== '').flatMap((line) => {
+    const frame = decodeFrame(line);
+    return frame === null ? [] : batchInputs({ index: frame.Index, events: frame.Events, resync: false });
+  });
+}
+
+async function timers(kind: 'healthy' | 'deadline', allocations: number): Promise<unknown> {
+  const name = `timers-${kind}`;
+  const { lastIndex, start } = await select(name);
+  const clock = new VirtualClock({ start });
+  const reads = new InFlight();
+  const nomad = new NomadClient({ address }, { clock, wire: reads.layer });
+  const source = new Subject<SupervisorInput>();
+  const supervisor = new Supervisor({ nomad, clock, source, freshness: { namespace: 'default' }, historySize: allocations });
+  let decided = 0;
+  let healthy = 0;
+  supervisor.verdicts$.subscribe(({ outcome }) => {
+    decided++;
+    if ('healthy' in outcome && outcome.healthy) healthy++;
+  });
+  source.next({ kind: 'connection', state: 'streaming', index: 0 });
+  const heapBefore = heapUsed();
+  let inputs = await decodedInputs(name);
+  const feed = await timed(async () => {
+    for (const input of inputs) source.next(input);
+    await turn();
+  });
+  inputs = [];
+  if (supervisor.supervised !== allocations) throw new Error(`${supervisor.supervised} supervised after the feed, expected ${allocations}`);
+  const heapWaiting = (heapUsed() - heapBefore) / allocations;
+  let rounds = 0;
+  const decide = await timed(async () => {
+    while (decided < allocations) {
+      const due = clock.nextDue();
+      if (due === undefined) throw new Error(`no timer left with ${decided} of ${allocations} decided`);
+      clock.advanceTo(due);
+      await reads.settled();
+      rounds++;
+    }
+  });
+  const heapDecided = (heapUsed() - heapBefore) / allocations;
+  await supervisor.stop();
+  await nomad.close();
+  return {
+    kind, allocations, lastIndex, healthy, unhealthy: decided - healthy, virtualSeconds: (clock.now() - start) / 1000, timerRounds: rounds,
+    feed, decide, heapBytesPerAllocation: { waiting: heapWaiting, decided: heapDecided },
+  };
+}
+
+const allocations = Number(process.argv[4]);
+const samples = Number(process.argv[5]);
+const result =
+  mode === 'floor-throughput' || mode === 'warden-throughput' ? await throughput(mode.startsWith('warden'), allocations)
+  : mode === 'floor-latency' || mode === 'warden-latency' ? await latency(mode.startsWith('warden'), allocations, samples)
+  : mode === 'timers-healthy' || mode === 'timers-deadline' ? await timers(mode === 'timers-healthy' ? 'healthy' : 'deadline', allocations)
+  : undefined;
+if (result === undefined) throw new Error(`unknown mode ${mode}`);
+process.stdout.write(`${JSON.stringify(result)}\n`);
+process.exit(0);
