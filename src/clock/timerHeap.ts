@@ -1,27 +1,31 @@
-/** A timer waiting in a VirtualClock. `seq` breaks ties: equal due times fire in scheduling order. */
-export interface HeapTimer {
+/** Something due at a time; `seq` breaks ties: equal due times come out in the order they went in. */
+export interface Due {
   readonly due: number;
   readonly seq: number;
+}
+
+/** A timer waiting in a VirtualClock. */
+export interface HeapTimer extends Due {
   readonly callback: () => void;
 }
 
-function before(a: HeapTimer, b: HeapTimer): boolean {
+function before(a: Due, b: Due): boolean {
   return a.due < b.due || (a.due === b.due && a.seq < b.seq);
 }
 
 /** Binary min-heap on (due, seq): O(log n) push and pop, no recursion. */
-export class TimerHeap {
-  private readonly items: HeapTimer[] = [];
+export class TimerHeap<T extends Due = HeapTimer> {
+  private readonly items: T[] = [];
 
   get size(): number {
     return this.items.length;
   }
 
-  peek(): HeapTimer | undefined {
+  peek(): T | undefined {
     return this.items[0];
   }
 
-  push(timer: HeapTimer): void {
+  push(timer: T): void {
     const items = this.items;
     let i = items.push(timer) - 1;
     while (i > 0) {
@@ -34,7 +38,7 @@ export class TimerHeap {
     items[i] = timer;
   }
 
-  pop(): HeapTimer | undefined {
+  pop(): T | undefined {
     const items = this.items;
     const top = items[0];
     const last = items.pop();
@@ -52,5 +56,9 @@ export class TimerHeap {
     }
     items[i] = last;
     return top;
+  }
+
+  clear(): void {
+    this.items.length = 0;
   }
 }

@@ -18,6 +18,7 @@
  * with back-off; all of it on the injected clock.
  */
 import type { Clock, TimerHandle } from '../clock/index.js';
+import { TimerHeap } from '../clock/timerHeap.js';
 import type { Horizon } from '../health/horizon.js';
 import type { NomadClient } from '../nomad/client.js';
 import { NomadHttpError } from '../nomad/errors.js';
@@ -49,6 +50,45 @@ const NO_ALLOCATION = 'zz';
 /** How many recent delays the settle window remembers. */
 const LAG_SAMPLES = 128;
 
+/** An allocation waiting to know up to `due`; stale once the allocation waits for another time (or none). */
+interface Waiting {
+  readonly due: number;
+  readonly seq: number;
+  readonly id: string;
+}
+
+/**
+ * The longest of the last LAG_SAMPLES delays, kept as they come: a queue of the samples that can
+ * still be the longest (each longer than every later one), so a question costs nothing and a sample
+ * costs O(1) on average, whatever order delays come in.
+ */
+class RecentLongest {
+  private readonly values: number[] = [];
+  private readonly positions: number[] = [];
+  private head = 0;
+  private added = 0;
+
+  get longest(): number {
+    return this.values[this.head] ?? 0;
+  }
+
+  add(ms: number): void {
+    const position = this.added++;
+    while (this.values.length > this.head && (this.values[this.values.length - 1] as number) <= ms) {
+      this.values.pop();
+      this.positions.pop();
+    }
+    this.values.push(ms);
+    this.positions.push(position);
+    while ((this.positions[this.head] as number) <= position - LAG_SAMPLES) this.head++;
+    if (this.head >= LAG_SAMPLES) {
+      this.values.splice(0, this.head);
+      this.positions.splice(0, this.head);
+      this.head = 0;
+    }
+  }
+}
+
 export class FreshnessHorizon implements Horizon {
   private readonly clock: Clock;
   private readonly floorMs: number;
@@ -59,6 +99,9 @@ export class FreshnessHorizon implements Horizon {
   private readonly confirmedOne = new Map<string, number>();
   /** What each waiting allocation needs to know up to. */
   private readonly waiting = new Map<string, number>();
+  /** The same, earliest first: a round takes what is due without looking at the rest. */
+  private readonly queue = new TimerHeap<Waiting>();
+  private seq = 0;
   private onAdvance: (allocationIds: Iterable<string>) => void = () => undefined;
   private timer: { at: number; handle: TimerHandle } | undefined;
   private running = false;
@@ -67,7 +110,7 @@ export class FreshnessHorizon implements Horizon {
   private delivered = 0;
   private readonly indexWaiters = new Set<{ index: number; resolve: (reached: boolean) => void }>();
   private streamingWaiters: (() => void)[] = [];
-  private readonly lags: number[] = [];
+  private readonly lags = new RecentLongest();
   private closed = false;
 
   constructor(private readonly options: FreshnessOptions) {
@@ -78,8 +121,7 @@ export class FreshnessHorizon implements Horizon {
 
   /** The settle window now: the floor, or the longest recent delay with a margin. */
   get settleMs(): number {
-    const longest = this.lags.length === 0 ? 0 : Math.max(...this.lags);
-    return Math.min(this.maxMs, Math.max(this.floorMs, Math.ceil(longest * 1.25) + 100));
+    return Math.min(this.maxMs, Math.max(this.floorMs, Math.ceil(this.lags.longest * 1.25) + 100));
   }
 
   knownUpTo(allocationId: string): number {
@@ -87,7 +129,9 @@ export class FreshnessHorizon implements Horizon {
   }
 
   request(allocationId: string, at: number): void {
+    if (this.waiting.get(allocationId) === at) return;
     this.waiting.set(allocationId, at);
+    this.queue.push({ due: at, seq: ++this.seq, id: allocationId });
     this.schedule();
   }
 
@@ -123,8 +167,7 @@ export class FreshnessHorizon implements Horizon {
   /** How long after it happened an update arrived (live, not from a listing): the window covers it. */
   noteLag(ms: number): void {
     if (!(ms >= 0) || !Number.isFinite(ms)) return;
-    this.lags.push(ms);
-    if (this.lags.length > LAG_SAMPLES) this.lags.shift();
+    this.lags.add(ms);
   }
 
   close(): void {
@@ -135,14 +178,30 @@ export class FreshnessHorizon implements Horizon {
     this.indexWaiters.clear();
     this.streamingWaiters = [];
     this.waiting.clear();
+    this.queue.clear();
+  }
+
+  /** The earliest allocation still waiting (entries left behind by a later request or a release are dropped). */
+  private earliest(): Waiting | undefined {
+    for (let top = this.queue.peek(); top !== undefined; top = this.queue.peek()) {
+      if (this.waiting.get(top.id) === top.due) return top;
+      this.queue.pop();
+    }
+    return undefined;
+  }
+
+  /** Takes every allocation waiting for `target` or earlier off the queue (they wait on until announced). */
+  private takeDue(target: number): Waiting[] {
+    const due: Waiting[] = [];
+    for (let top = this.earliest(); top !== undefined && top.due <= target; top = this.earliest()) due.push(this.queue.pop() as Waiting);
+    return due;
   }
 
   /** One timer: at the earliest time an allocation waits for, plus the window (later after failures). */
   private schedule(): void {
-    if (this.closed || this.running || this.waiting.size === 0) return;
-    let earliest = Number.POSITIVE_INFINITY;
-    for (const [id, at] of this.waiting) if (at > this.knownUpTo(id)) earliest = Math.min(earliest, at);
-    if (earliest === Number.POSITIVE_INFINITY) return;
+    if (this.closed || this.running) return;
+    const earliest = this.earliest()?.due;
+    if (earliest === undefined) return;
     const retry = this.failures === 0 ? 0 : backoffDelay(this.failures, this.options.random ? { random: this.options.random } : {});
     const at = Math.max(earliest + this.settleMs, this.clock.now() + retry);
     if (this.timer?.at === at) return;
@@ -162,7 +221,7 @@ export class FreshnessHorizon implements Horizon {
       if (this.closed) return;
       if (await this.streamCaughtUp()) {
         this.confirmed = Math.max(this.confirmed, target);
-        this.announce((id, at) => at <= target);
+        this.announce(this.takeDue(target));
       } else {
         await this.readEach(target);
       }
@@ -197,29 +256,39 @@ export class FreshnessHorizon implements Horizon {
     });
   }
 
-  /** Reads each allocation waiting up to `target`, hands over what changed, and confirms them. */
+  /**
+   * Reads each allocation waiting up to `target`, hands over what changed, and confirms them. When a
+   * read fails, they wait again for the next round.
+   */
   private async readEach(target: number): Promise<void> {
-    const due = [...this.waiting].filter(([id, at]) => at <= target && at > this.knownUpTo(id)).map(([id]) => id);
-    const read = new Set(due);
+    const due = this.takeDue(target);
+    const unread = due.filter((waiting) => waiting.due > this.knownUpTo(waiting.id)).map((waiting) => waiting.id);
     let next = 0;
     const worker = async (): Promise<void> => {
-      for (let id = due[next++]; id !== undefined; id = due[next++]) {
+      for (let id = unread[next++]; id !== undefined; id = unread[next++]) {
         try {
           this.options.deliver((await this.options.nomad.getAllocation(id)).body);
         } catch (error) {
           // Garbage-collected: nothing more will come.
           if (!(error instanceof NomadHttpError && error.status === 404)) throw error;
         }
-        this.confirmedOne.set(id, target);
+        // Released meanwhile (decided by what the read brought): nothing to remember.
+        if (this.waiting.has(id)) this.confirmedOne.set(id, target);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.options.concurrency ?? 8, due.length) }, worker));
-    this.announce((id) => read.has(id));
+    try {
+      await Promise.all(Array.from({ length: Math.min(this.options.concurrency ?? 8, unread.length) }, worker));
+    } catch (error) {
+      for (const waiting of due) if (this.waiting.get(waiting.id) === waiting.due) this.queue.push(waiting);
+      throw error;
+    }
+    this.announce(due);
   }
 
-  private announce(which: (id: string, at: number) => boolean): void {
-    const ids = [...this.waiting].filter(([id, at]) => which(id, at)).map(([id]) => id);
-    for (const id of ids) this.waiting.delete(id);
+  /** Tells the registry these allocations' horizon moved: each asks again for what it still needs. */
+  private announce(due: readonly Waiting[]): void {
+    const ids: string[] = [];
+    for (const { id } of due) if (this.waiting.delete(id)) ids.push(id);
     if (ids.length > 0) this.onAdvance(ids);
   }
 

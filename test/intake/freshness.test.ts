@@ -1,0 +1,92 @@
+/**
+ * FreshnessHorizon alone, on a VirtualClock, with Nomad's reads stubbed: one timer and one read a
+ * round however many allocations wait, the settle window learnt from the longest recent delay, and
+ * allocations whose reads failed confirmed by a later round.
+ */
+import { VirtualClock } from '../../src/clock/index.js';
+import { FreshnessHorizon, type FreshnessOptions } from '../../src/intake/freshness.js';
+import type { Allocation } from '../../src/nomad/types.js';
+import { silentLogger } from '../../src/supervisor/logger.js';
+
+const START = Date.UTC(2026, 11, 1);
+
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 10; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+function horizonWith(options: { namespace?: string; failReads?: () => boolean; index?: number } = {}) {
+  const clock = new VirtualClock({ start: START });
+  const calls = { listings: 0, reads: [] as string[] };
+  const nomad: FreshnessOptions['nomad'] = {
+    listAllocations: async () => {
+      calls.listings++;
+      return { body: [], meta: { lastIndex: options.index ?? 7, knownLeader: true, lastContactMs: 0 } };
+    },
+    getAllocation: async (id: string) => {
+      calls.reads.push(id);
+      if (options.failReads?.()) throw new Error('connection refused');
+      return { body: { ID: id } as Allocation, meta: { lastIndex: 7, knownLeader: true, lastContactMs: 0 } };
+    },
+  };
+  const horizon = new FreshnessHorizon({ clock, nomad, namespace: 'namespace' in options ? options.namespace : 'default', deliver: () => undefined, logger: silentLogger, settleMs: 1_000, random: () => 0.5 });
+  const advanced: string[][] = [];
+  horizon.connect((ids) => advanced.push([...ids]));
+  horizon.noteStreaming(true);
+  horizon.noteDelivered(7);
+  return { clock, horizon, calls, advanced };
+}
+
+describe('FreshnessHorizon', () => {
+  test('one timer and one index read confirm every allocation due, in one announcement; the later ones wait for their own round', async () => {
+    const { clock, horizon, calls, advanced } = horizonWith();
+    for (let i = 0; i < 1_000; i++) horizon.request(`a${i}`, START + 100 + (i % 2) * 5_000);
+    horizon.request('a0', START + 100);
+    horizon.release('a2');
+    expect(clock.pending()).toBe(1);
+    clock.advanceTo(START + 1_099);
+    await settle();
+    expect(calls.listings).toBe(0);
+    clock.advanceTo(START + 1_100);
+    await settle();
+    expect(calls.listings).toBe(1);
+    expect(advanced).toHaveLength(1);
+    expect(advanced[0]).toHaveLength(499);
+    expect(horizon.knownUpTo('a1')).toBe(START + 100);
+    clock.advanceTo(START + 6_100);
+    await settle();
+    expect(calls.listings).toBe(2);
+    expect(advanced[1]).toHaveLength(500);
+    expect(clock.pending()).toBe(0);
+  });
+
+  test('the settle window is the longest of the last 128 delays with a margin, never below its floor', () => {
+    const { horizon } = horizonWith();
+    expect(horizon.settleMs).toBe(1_000);
+    horizon.noteLag(4_000);
+    expect(horizon.settleMs).toBe(5_100);
+    for (let i = 0; i < 127; i++) horizon.noteLag(2_000 - i);
+    expect(horizon.settleMs).toBe(5_100);
+    horizon.noteLag(10);
+    expect(horizon.settleMs).toBe(Math.ceil(2_000 * 1.25) + 100);
+    horizon.noteLag(Number.NaN);
+    horizon.noteLag(-5);
+    expect(horizon.settleMs).toBe(Math.ceil(2_000 * 1.25) + 100);
+  });
+
+  test('allocations whose reads failed (a stream that cannot show other namespaces) wait, and a later round reads and confirms them', async () => {
+    let failing = true;
+    const { clock, horizon, calls, advanced } = horizonWith({ namespace: undefined, failReads: () => failing });
+    horizon.request('x', START + 100);
+    horizon.request('y', START + 100);
+    clock.advanceTo(START + 1_100);
+    await settle();
+    expect(advanced).toEqual([]);
+    expect(clock.pending()).toBe(1);
+    failing = false;
+    clock.advanceTo(clock.nextDue() as number);
+    await settle();
+    expect(advanced).toEqual([['x', 'y']]);
+    expect(calls.reads.slice(-2).sort()).toEqual(['x', 'y']);
+    expect(horizon.knownUpTo('x')).toBeGreaterThanOrEqual(START + 100);
+  });
+});
