@@ -88,25 +88,30 @@ class FloorReader {
   }
 
   private async read(chunks: AsyncIterator<Buffer>, first: Buffer): Promise<void> {
-    let rest: Buffer | undefined;
+    // The start of a line that began in an earlier chunk: only that is copied, once the line is whole.
+    let pending: Buffer[] = [];
     for (let chunk: Buffer | undefined = first; chunk !== undefined; ) {
-      const buffer: Buffer = rest === undefined ? chunk : Buffer.concat([rest, chunk]);
       let start = 0;
-      for (let nl = buffer.indexOf(10); nl !== -1; nl = buffer.indexOf(10, start)) {
-        const frame = JSON.parse(buffer.toString('utf8', start, nl)) as { Events?: unknown[] };
+      for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+        const text = pending.length === 0 ? chunk.toString('utf8', start, nl) : Buffer.concat([...pending, chunk.subarray(start, nl)]).toString('utf8');
+        pending = [];
         start = nl + 1;
-        if (frame.Events === undefined) continue;
-        this.parsedLines++;
-        this.onLine?.(frame as { Events: unknown[] });
-        if (this.waiter !== undefined && this.parsedLines >= this.waiter.lines) {
-          const { resolve } = this.waiter;
-          this.waiter = undefined;
-          resolve();
-        }
+        this.parsed(JSON.parse(text) as { Events?: unknown[] });
       }
-      rest = start < buffer.length ? buffer.subarray(start) : undefined;
+      if (start < chunk.length) pending.push(chunk.subarray(start));
       const next = await chunks.next();
       chunk = next.done ? undefined : (next.value as Buffer);
+    }
+  }
+
+  private parsed(frame: { Events?: unknown[] }): void {
+    if (frame.Events === undefined) return;
+    this.parsedLines++;
+    this.onLine?.(frame as { Events: unknown[] });
+    if (this.waiter !== undefined && this.parsedLines >= this.waiter.lines) {
+      const { resolve } = this.waiter;
+      this.waiter = undefined;
+      resolve();
     }
   }
 }

@@ -1,47 +1,226 @@
 /**
- * Runs the health machine as pure steps over stored snapshots. XState's own `transition()` builds a
- * throw-away actor for every call, which costs more than the step itself; the machine has no side
- * effects (its only actions are assigns, which XState applies while resolving the step), so one
- * inert actor scope can serve every step of every allocation.
+ * Runs the health machine as pure steps over stored states, without XState's interpreter.
+ *
+ * XState's `transition()` resolves a whole macrostep for every event (state node sets, exit and entry
+ * sets, action queues, a snapshot object with its node list): at 100,000 allocations that costs more
+ * than the rules themselves, and the snapshots it stores cost heap. The machine needs none of it: it
+ * is flat (atomic and final states under the root), its transitions are guarded and their actions
+ * are all assigns, and it has no entry or exit actions, no eventless or delayed transitions, no
+ * invocations, no wildcard events. So its definition is read once (`compileFlatMachine`) into, per
+ * state and event type, the candidate transitions in order, and a step is what XState does for a
+ * machine of that shape: the first candidate whose guard holds (named guards from the machine's
+ * implementations, `not` / `and` / `or` evaluated by XState's own check), its assigns applied in
+ * order (each merged over the context, as XState merges), its target entered, and a final target
+ * makes the machine done with the root's output. No candidate: nothing changes. Compiling throws if
+ * the machine ever uses anything else, and test/health/stepper.test.ts checks the steps against
+ * XState's own `transition()` on random event sequences.
+ *
+ * The stored state (value, context, status, output) becomes an XState snapshot only when someone
+ * asks for one (an inspector, a caller persisting it): `toSnapshot`.
  */
-import { createActor, type ActorScope, type SnapshotFrom } from 'xstate';
-import { allocationHealthMachine, initialContext } from '../../machines/allocationHealth.js';
-import type { AllocationHealthEvent, AllocationHealthInput } from '../../machines/allocationHealthTypes.js';
+import type { AnyStateMachine, SnapshotFrom } from 'xstate';
+import { allocationHealthMachine, initialContext, type AllocationHealthState } from '../../machines/allocationHealth.js';
+import type { AllocationHealthContext, AllocationHealthEvent, AllocationHealthInput } from '../../machines/allocationHealthTypes.js';
 
 export type AllocationHealthSnapshot = SnapshotFrom<typeof allocationHealthMachine>;
-type HealthScope = ActorScope<AllocationHealthSnapshot, AllocationHealthEvent>;
 
-function inertScope(input: AllocationHealthInput): HealthScope {
-  // Never started: it only lends XState the `self` and `system` a step may look at.
-  const self = createActor(allocationHealthMachine, { input });
-  const ignore = (): void => {};
-  return {
-    self,
-    system: self.system,
-    id: '',
-    sessionId: '',
-    logger: ignore,
-    defer: ignore,
-    emit: ignore,
-    stopChild: ignore,
-    actionExecutor: ignore,
-  };
+/** A machine's state as stored: where it is, its context, and (once done) its output. */
+export interface StepperState<TValue extends string, TContext> {
+  readonly value: TValue;
+  readonly context: TContext;
+  readonly status: 'active' | 'done';
+  readonly output?: unknown;
 }
 
-export class MachineStepper {
-  private scope: HealthScope | undefined;
-  private initialValue: AllocationHealthSnapshot['value'] | undefined;
+export type HealthMachineState = StepperState<AllocationHealthState, AllocationHealthContext>;
 
-  initial(input: AllocationHealthInput): AllocationHealthSnapshot {
-    this.scope ??= inertScope(input);
-    // Entering the initial state runs no action and no eventless transition, so once the machine
-    // has been entered the long way, every allocation starts in that state with its own context.
-    this.initialValue ??= allocationHealthMachine.getInitialSnapshot(this.scope, input).value;
-    return allocationHealthMachine.resolveState({ value: this.initialValue, context: initialContext(input) });
+/** Raised when a machine uses something the flat stepper does not run (it must then be run by XState). */
+export class UnsupportedMachineError extends Error {
+  readonly code = 'WARDEN_UNSUPPORTED_MACHINE';
+
+  constructor(what: string) {
+    super(`the flat machine stepper cannot run this machine: ${what}`);
+    this.name = 'UnsupportedMachineError';
+  }
+}
+
+type Context = Record<string, unknown>;
+type Event = { readonly type: string };
+type Guard = (context: Context, event: Event) => boolean;
+type Assignment = (context: Context, event: Event) => Context;
+
+interface CompiledTransition {
+  readonly guard: Guard | undefined;
+  readonly assignments: readonly Assignment[];
+  /** The state entered; undefined for a transition that stays (no exit, no entry). */
+  readonly target: string | undefined;
+}
+
+interface CompiledState {
+  /** The state node's id (XState's done event of a final state names it). */
+  readonly id: string;
+  readonly final: boolean;
+  readonly on: ReadonlyMap<string, readonly CompiledTransition[]>;
+}
+
+/** An XState state node, as far as this reads it. */
+interface NodeLike {
+  readonly id: string;
+  readonly key: string;
+  readonly type: string;
+  readonly parent?: NodeLike;
+  readonly states: Record<string, NodeLike>;
+  readonly entry: readonly unknown[];
+  readonly exit: readonly unknown[];
+  readonly always?: readonly unknown[];
+  readonly after: readonly unknown[];
+  readonly invoke: readonly unknown[];
+  readonly transitions: Map<string, readonly TransitionLike[]>;
+  readonly output?: unknown;
+}
+
+interface TransitionLike {
+  readonly target: readonly NodeLike[] | undefined;
+  readonly actions: readonly unknown[];
+  readonly guard?: unknown;
+  readonly reenter: boolean;
+}
+
+/** A built-in higher-order guard (XState's `not`, `and`, `or`): a function carrying its own `check`. */
+interface BuiltinGuard {
+  check(snapshot: unknown, args: { context: Context; event: Event }, guard: unknown): boolean;
+}
+
+function compileGuard(machine: AnyStateMachine, guard: unknown, where: string): Guard | undefined {
+  if (guard === undefined) return undefined;
+  // What XState's evaluateGuard needs of a snapshot to resolve the guards nested in a built-in one.
+  const scope = { machine };
+  const implementations = machine.implementations.guards as Record<string, unknown>;
+  const resolved = typeof guard === 'string' ? implementations[guard] : guard;
+  if (typeof resolved !== 'function') throw new UnsupportedMachineError(`${where}: guard ${JSON.stringify(guard)} is not a named or inline guard function`);
+  if ('check' in resolved) {
+    const builtin = resolved as unknown as BuiltinGuard;
+    return (context, event) => builtin.check(scope, { context, event }, resolved);
+  }
+  const expression = resolved as (args: { context: Context; event: Event }, params: undefined) => boolean;
+  return (context, event) => expression({ context, event }, undefined);
+}
+
+function compileAction(machine: AnyStateMachine, action: unknown, where: string): Assignment {
+  const implementations = machine.implementations.actions as Record<string, unknown>;
+  const resolved: unknown = typeof action === 'string' ? implementations[action] : action;
+  const { type, assignment: given } = (typeof resolved === 'function' ? resolved : {}) as { type?: unknown; assignment?: unknown };
+  if (type !== 'xstate.assign' || typeof given !== 'function') {
+    throw new UnsupportedMachineError(`${where}: action ${JSON.stringify(action)} is not an assign of a function`);
+  }
+  const assignment = given as (args: { context: Context; event: Event }, params: undefined) => Context;
+  // XState merges what an assign returns over the context it had.
+  return (context, event) => ({ ...context, ...assignment({ context, event }, undefined) });
+}
+
+/** The machine's states, each with its candidate transitions by event type, read from its definition. */
+export function compileFlatMachine(machine: AnyStateMachine): { readonly initial: string; readonly states: ReadonlyMap<string, CompiledState> } {
+  const root = machine.root as unknown as NodeLike;
+  if (root.type !== 'compound') throw new UnsupportedMachineError(`its root is ${root.type}, not compound`);
+  const noBehaviour = (node: NodeLike, where: string): void => {
+    if (node.entry.length > 0 || node.exit.length > 0) throw new UnsupportedMachineError(`${where} has entry or exit actions`);
+    if ((node.always?.length ?? 0) > 0 || node.after.length > 0) throw new UnsupportedMachineError(`${where} has eventless or delayed transitions`);
+    if (node.invoke.length > 0) throw new UnsupportedMachineError(`${where} invokes actors`);
+  };
+  noBehaviour(root, 'the root');
+  if (root.transitions.size > 0) throw new UnsupportedMachineError('the root has transitions of its own');
+  const initial = (machine.root.initial.target as readonly NodeLike[] | undefined)?.[0];
+  if (initial === undefined || initial.parent !== root) throw new UnsupportedMachineError('its initial state is not a child of the root');
+  const states = new Map<string, CompiledState>();
+  for (const [key, node] of Object.entries(root.states)) {
+    const where = `state ${key}`;
+    if (node.type !== 'atomic' && node.type !== 'final') throw new UnsupportedMachineError(`${where} is ${node.type}`);
+    noBehaviour(node, where);
+    const on = new Map<string, CompiledTransition[]>();
+    for (const [eventType, transitions] of node.transitions) {
+      if (eventType.includes('*')) throw new UnsupportedMachineError(`${where} takes wildcard events (${eventType})`);
+      on.set(
+        eventType,
+        transitions.map((transition, i) => {
+          const at = `${where}, ${eventType} transition ${i}`;
+          const targets = transition.target ?? [];
+          if (targets.length > 1 || targets.some((target) => target.parent !== root)) throw new UnsupportedMachineError(`${at} targets other than one state of the root`);
+          if (transition.reenter && targets[0] === node) throw new UnsupportedMachineError(`${at} re-enters its own state`);
+          return {
+            guard: compileGuard(machine, transition.guard, at),
+            assignments: transition.actions.map((action) => compileAction(machine, action, at)),
+            target: targets[0]?.key,
+          };
+        }),
+      );
+    }
+    states.set(key, { id: node.id, final: node.type === 'final', on });
+  }
+  return { initial: initial.key, states };
+}
+
+/** Steps one flat machine (see the module comment). */
+export class FlatMachineStepper<TValue extends string, TContext, TEvent extends Event> {
+  private readonly initialValue: TValue;
+  private readonly states: ReadonlyMap<string, CompiledState>;
+  private readonly output: unknown;
+
+  constructor(private readonly machine: AnyStateMachine) {
+    const compiled = compileFlatMachine(machine);
+    this.initialValue = compiled.initial as TValue;
+    this.states = compiled.states;
+    this.output = (machine.root as unknown as NodeLike).output;
   }
 
-  step(snapshot: AllocationHealthSnapshot, event: AllocationHealthEvent): AllocationHealthSnapshot {
-    // Only `initial` creates snapshots, so the scope exists here.
-    return allocationHealthMachine.transition(snapshot, event, this.scope as HealthScope);
+  /** The machine entered with `context` (entering its initial state runs nothing: see the compile checks). */
+  initial(context: TContext): StepperState<TValue, TContext> {
+    return { value: this.initialValue, context, status: 'active' };
+  }
+
+  /** What XState's `transition()` gives for `event`, as a stored state; the same object when nothing is taken. */
+  step(state: StepperState<TValue, TContext>, event: TEvent): StepperState<TValue, TContext> {
+    if (state.status !== 'active') return state;
+    const candidates = this.states.get(state.value)?.on.get(event.type);
+    if (candidates === undefined) return state;
+    const before = state.context as Context;
+    for (const candidate of candidates) {
+      if (candidate.guard !== undefined && !candidate.guard(before, event)) continue;
+      let context = before;
+      for (const assign of candidate.assignments) context = assign(context, event);
+      const value = (candidate.target ?? state.value) as TValue;
+      const entered = this.states.get(value) as CompiledState;
+      if (!entered.final) return { value, context: context as TContext, status: 'active' };
+      return { value, context: context as TContext, status: 'done', output: this.outputOf(context, entered) };
+    }
+    return state;
+  }
+
+  /** The machine's output once `final` is entered: the root's output mapper given XState's done event of that state. */
+  private outputOf(context: Context, final: CompiledState): unknown {
+    if (typeof this.output !== 'function') return this.output;
+    const mapper = this.output as (args: { context: Context; event: { type: string; output: undefined }; self: undefined }) => unknown;
+    return mapper({ context, event: { type: `xstate.done.state.${final.id}`, output: undefined }, self: undefined });
+  }
+
+  /** The XState snapshot of a stored state (what an actor of the machine would hold). */
+  toSnapshot(state: StepperState<TValue, TContext>): SnapshotFrom<AnyStateMachine> {
+    return this.machine.resolveState({ value: state.value, context: state.context as Context, ...(state.status === 'done' ? { output: state.output } : {}) });
+  }
+}
+
+/** The allocation health machine's stepper. */
+export class MachineStepper {
+  private readonly flat = new FlatMachineStepper<AllocationHealthState, AllocationHealthContext, AllocationHealthEvent>(allocationHealthMachine);
+
+  initial(input: AllocationHealthInput): HealthMachineState {
+    return this.flat.initial(initialContext(input));
+  }
+
+  step(state: HealthMachineState, event: AllocationHealthEvent): HealthMachineState {
+    return this.flat.step(state, event);
+  }
+
+  toSnapshot(state: HealthMachineState): AllocationHealthSnapshot {
+    return this.flat.toSnapshot(state) as AllocationHealthSnapshot;
   }
 }

@@ -1,6 +1,6 @@
 /**
- * The health of many allocations at once: one stored machine snapshot per allocation, stepped with
- * pure transitions. Not spawned actors: a spawn costs O(siblings) and a default actor ~4.6 KiB, both
+ * The health of many allocations at once: one stored machine state per allocation, stepped by the
+ * machine's own transitions (machineStepper.ts). Not spawned actors: a spawn costs O(siblings) and a default actor ~4.6 KiB, both
  * far too much at 100,000 allocations (see bench/health-machine.ts).
  *
  * Time is the data's: each allocation is fed its history (allocationHistory.ts), every view at the
@@ -24,7 +24,7 @@ import type { TimedView } from './allocationHistory.js';
 import { ClockHorizon, type Horizon } from './horizon.js';
 import { HealthInputError } from './errors.js';
 import { HealthInspection, inspectionCallback, type InspectionObserver } from './inspection.js';
-import { MachineStepper, type AllocationHealthSnapshot } from './machineStepper.js';
+import { MachineStepper, type AllocationHealthSnapshot, type HealthMachineState } from './machineStepper.js';
 import { sameAllocationView, sameChecks } from './viewEquality.js';
 
 export type HealthChange =
@@ -83,7 +83,9 @@ interface Queued {
 }
 
 interface Entry {
-  snapshot: AllocationHealthSnapshot;
+  machine: HealthMachineState;
+  /** XState's snapshot of `machine`, once asked for (an inspector, a caller persisting it), until the next step. */
+  snapshot: AllocationHealthSnapshot | undefined;
   /** The data of the allocation speaks for everything up to this time. */
   known: number;
   queue: Queued[] | undefined;
@@ -149,9 +151,9 @@ export class HealthRegistry {
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     this.drop(allocationId);
     const input = { policy, now: start.at, watchingSince: start.watchingSince };
-    const entry: Entry = { snapshot: this.stepper.initial(input), known: start.at, queue: undefined, fed: false, viewAt: start.at };
+    const entry: Entry = { machine: this.stepper.initial(input), snapshot: undefined, known: start.at, queue: undefined, fed: false, viewAt: start.at };
     this.entries.set(allocationId, entry);
-    this.inspection?.started(allocationId, input, entry.snapshot);
+    this.inspection?.started(allocationId, input, this.snapshotOf(entry));
     if (checks.length > 0) this.step(allocationId, entry, { type: 'observe', checks, now: start.at });
     this.feed(allocationId, entry, history);
     return this.status(allocationId) as HealthStatus;
@@ -174,9 +176,9 @@ export class HealthRegistry {
   updateChecks(allocationId: string, checks: readonly CheckView[]): boolean {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
-    const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.snapshot.context.checks;
+    const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.machine.context.checks;
     if (checkViewsProblem(checks) === null && sameChecks(latest, checks)) return false;
-    this.enqueue(entry, { at: Math.max(this.clock.now(), entry.snapshot.context.now), checks });
+    this.enqueue(entry, { at: Math.max(this.clock.now(), entry.machine.context.now), checks });
     this.advance(allocationId, entry);
     return true;
   }
@@ -190,24 +192,26 @@ export class HealthRegistry {
   }
 
   status(allocationId: string): HealthStatus | undefined {
-    const context = this.entries.get(allocationId)?.snapshot;
-    if (context === undefined) return undefined;
-    return {
-      state: context.value as AllocationHealthState,
-      outcome: context.context.outcome,
-      rejected: context.context.rejected,
-    };
+    const machine = this.entries.get(allocationId)?.machine;
+    if (machine === undefined) return undefined;
+    return { state: machine.value, outcome: machine.context.outcome, rejected: machine.context.rejected };
   }
 
   /** The view last fed, and the data time it held from: where the allocation's next history picks up. */
   lastView(allocationId: string): { readonly at: number; readonly view: AllocationView } | undefined {
     const entry = this.entries.get(allocationId);
-    return entry === undefined ? undefined : { at: entry.viewAt, view: entry.snapshot.context.view };
+    return entry === undefined ? undefined : { at: entry.viewAt, view: entry.machine.context.view };
   }
 
   /** The machine snapshot itself (for the inspector, or to persist with `getPersistedSnapshot`). */
   snapshot(allocationId: string): AllocationHealthSnapshot | undefined {
-    return this.entries.get(allocationId)?.snapshot;
+    const entry = this.entries.get(allocationId);
+    return entry === undefined ? undefined : this.snapshotOf(entry);
+  }
+
+  /** Where an allocation's machine is and what it knows (what the snapshot holds, without building one). */
+  machine(allocationId: string): HealthMachineState | undefined {
+    return this.entries.get(allocationId)?.machine;
   }
 
   subscribe(listener: HealthListener): () => void {
@@ -222,23 +226,23 @@ export class HealthRegistry {
     if (waitingStop !== undefined) entry.queue = (entry.queue as Queued[]).filter((item) => item.stop === undefined);
     let changed = false;
     for (const { at, view } of history.views) {
-      if (entry.snapshot.status !== 'active') break;
+      if (entry.machine.status !== 'active') break;
       // Time passes up to the view (what happened before it is known: the view says so); at the
       // same instant, what was observed goes first. Before the first view there is nothing to judge.
       entry.known = Math.max(entry.known, at);
       if (entry.fed) this.pass(allocationId, entry, at, false);
       entry.fed = true;
       entry.viewAt = Math.max(entry.viewAt, at);
-      if (entry.snapshot.status !== 'active') break;
+      if (entry.machine.status !== 'active') break;
       // A malformed view still goes to the machine, which records why it ignored it.
-      if (allocationViewProblem(view) === null && sameAllocationView(entry.snapshot.context.view, view)) continue;
+      if (allocationViewProblem(view) === null && sameAllocationView(entry.machine.context.view, view)) continue;
       this.step(allocationId, entry, { type: 'observe', view, now: at });
       changed = true;
     }
     if (history.asOf !== null) entry.known = Math.max(entry.known, history.asOf);
-    if (history.pendingStop !== undefined && entry.snapshot.status === 'active') {
+    if (history.pendingStop !== undefined && entry.machine.status === 'active') {
       const at = Math.min(history.pendingStop, waitingStop ?? Number.POSITIVE_INFINITY);
-      this.enqueue(entry, { at: Math.max(at, entry.snapshot.context.now), stop: true });
+      this.enqueue(entry, { at: Math.max(at, entry.machine.context.now), stop: true });
     }
     this.advance(allocationId, entry);
     return changed;
@@ -256,8 +260,8 @@ export class HealthRegistry {
   /** Feeds, in time order, the machine's wake-ups and queued items due by `upTo` (`inclusive` of it). */
   private pass(allocationId: string, entry: Entry, upTo: number, inclusive: boolean): void {
     for (;;) {
-      if (entry.snapshot.status !== 'active') return;
-      const wake = wakeAt(entry.snapshot.context);
+      if (entry.machine.status !== 'active') return;
+      const wake = wakeAt(entry.machine.context);
       const queued = entry.queue?.[0];
       const at = Math.min(wake ?? Number.POSITIVE_INFINITY, queued?.at ?? Number.POSITIVE_INFINITY);
       if (!(inclusive ? at <= upTo : at < upTo)) return;
@@ -272,13 +276,13 @@ export class HealthRegistry {
 
   private queuedEvent(entry: Entry, queued: Queued): AllocationHealthEvent {
     if (queued.checks !== undefined) return { type: 'observe', checks: queued.checks, now: queued.at };
-    const { view } = entry.snapshot.context;
+    const { view } = entry.machine.context;
     return { type: 'observe', view: { ...view, desiredStatus: 'stop' }, now: queued.at };
   }
 
   private nextDue(entry: Entry): number | null {
-    if (entry.snapshot.status !== 'active') return null;
-    const wake = wakeAt(entry.snapshot.context);
+    if (entry.machine.status !== 'active') return null;
+    const wake = wakeAt(entry.machine.context);
     const queued = entry.queue?.[0]?.at;
     if (wake === null) return queued ?? null;
     return queued === undefined ? wake : Math.min(wake, queued);
@@ -291,14 +295,21 @@ export class HealthRegistry {
     queue.splice(i, 0, item);
   }
 
+  private snapshotOf(entry: Entry): AllocationHealthSnapshot {
+    return (entry.snapshot ??= this.stepper.toSnapshot(entry.machine));
+  }
+
   private step(allocationId: string, entry: Entry, event: AllocationHealthEvent): void {
-    const before = entry.snapshot;
+    const before = entry.machine;
     if (before.status !== 'active') return;
     const after = this.stepper.step(before, event);
-    entry.snapshot = after;
-    this.inspection?.stepped(allocationId, event, after);
-    const from = before.value as AllocationHealthState;
-    const to = after.value as AllocationHealthState;
+    if (after !== before) {
+      entry.machine = after;
+      entry.snapshot = undefined;
+    }
+    if (this.inspection !== undefined) this.inspection.stepped(allocationId, event, this.snapshotOf(entry));
+    const from = before.value;
+    const to = after.value;
     if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
     if (after.status === 'done') {
       entry.queue = undefined;

@@ -217,9 +217,9 @@ export class AllocationIntake {
   /** The allocation if it is being judged now; undefined once its verdict is in. */
   supervisedAllocation(allocId: string): SupervisedAllocation | undefined {
     const admitted = this.admitted.get(allocId);
-    const snapshot = this.options.registry.snapshot(allocId);
-    if (!admitted || !snapshot) return undefined;
-    return { alloc: admitted.ref, jobVersion: admitted.jobVersion, state: snapshot.value as AllocationHealthState, health: snapshot.context };
+    const machine = this.options.registry.machine(allocId);
+    if (!admitted || !machine) return undefined;
+    return { alloc: admitted.ref, jobVersion: admitted.jobVersion, state: machine.value, health: machine.context };
   }
 
   supervisedAllocations(): SupervisedAllocation[] {
