@@ -13,10 +13,9 @@
  * Lines are built from templates filled by string concatenation, so even 100,000 allocations
  * (about 1.1 GB) are built in seconds.
  */
-import { join } from 'node:path';
 import { parseLossless, stringifyLossless, type LosslessJson } from '../src/testing/losslessJson.js';
-import { isHeartbeatLine, readScenario } from '../src/testing/recording.js';
-import { manyAllocs } from './support/manyAllocs.js';
+import { isHeartbeatLine } from '../src/testing/recording.js';
+import { recordedScenario } from './support/manyAllocs.js';
 
 type Json = { [key: string]: LosslessJson };
 
@@ -79,8 +78,7 @@ class TextTemplate {
 }
 
 function scenarioAllocations(name: string): Json[] {
-  const scenario = name === 'many_allocs' ? manyAllocs() : readScenario(join(import.meta.dirname, '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', name));
-  return scenario.stream
+  return recordedScenario(name).stream
     .filter((line) => !isHeartbeatLine(line))
     .flatMap((line) => ((parseLossless(line.raw) as Json).Events as Json[] | null) ?? []);
 }

@@ -1,7 +1,11 @@
-/** The recording every benchmark is built from: Nomad 1.1.2's many_allocs scenario (see the fixtures README). */
+/** The recordings benchmarks are built from: Nomad 1.1.2's scenarios (see the fixtures README), many_allocs above all. */
 import { join } from 'node:path';
 import { readScenario, type Scenario } from '../../src/testing/recording.js';
 
+export function recordedScenario(name: string): Scenario {
+  return readScenario(join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', name));
+}
+
 export function manyAllocs(): Scenario {
-  return readScenario(join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'nomad-1.1.2', 'scenarios', 'many_allocs'));
+  return recordedScenario('many_allocs');
 }

@@ -21,7 +21,7 @@
  */
 import type { AllocationView, TaskView } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
-import { parseNanoTime } from './nomadTime.js';
+import { isNanoTime, nanoTimeMs, parseNanoTime } from './nomadTime.js';
 import { estimatedWatchingSince, lifecycleOf, taskView } from './allocationView.js';
 import { sameAllocationView } from './viewEquality.js';
 
@@ -88,41 +88,48 @@ interface TimedEvent {
   readonly failsTask: boolean;
 }
 
-interface TaskStep {
-  readonly at: number;
-  readonly task: TaskView;
-}
-
 /** One task's story: its state changes after the base, its final state, and when the data ends for it. */
 interface TaskStory {
   readonly name: string;
   /** The task as it stood at the base. */
   readonly start: TaskView;
-  readonly steps: TaskStep[];
+  /** Its events after the base in time order (its death at FinishedAt included), and the task after each. */
+  readonly events: readonly TimedEvent[];
+  readonly after: readonly TaskView[];
   readonly final: TaskView;
   readonly lastAt: number | null;
   /** The client's reaction to a stop: its last Killing not followed by a start. */
   readonly killedAt: number | null;
-  readonly events: readonly TimedEvent[];
 }
 
 const PENDING_TASK: Omit<TaskView, 'hook' | 'sidecar'> = { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null };
+const NO_EVENTS: readonly TimedEvent[] = [];
+const NO_TASKS: TaskView[] = [];
 
+const byTime = (a: TimedEvent, b: TimedEvent): number => a.at - b.at;
+
+/** The task's events that happened after `after`, in time order. */
 function timedEvents(name: string, state: TaskState | undefined, after: number, problems: string[]): TimedEvent[] {
   const raw: unknown = state?.Events;
   if (!Array.isArray(raw)) return [];
   const events: TimedEvent[] = [];
+  let sorted = true;
   for (const event of raw as unknown[]) {
-    const { Type: type, Time: time, FailsTask: failsTask } = typeof event === 'object' && event !== null ? (event as Record<string, unknown>) : {};
-    const parsed = parseNanoTime(time);
-    if (!parsed.ok || parsed.ms === null) {
-      problems.push(`task ${name}: event ${JSON.stringify(type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
+    const fields = typeof event === 'object' && event !== null ? (event as Record<string, unknown>) : undefined;
+    const time = fields?.Time;
+    if (!isNanoTime(time)) {
+      const parsed = parseNanoTime(time);
+      problems.push(`task ${name}: event ${JSON.stringify(fields?.Type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
       continue;
     }
-    if (parsed.ms > after) events.push({ type: typeof type === 'string' ? type : '', at: parsed.ms, failsTask: failsTask === true });
+    const at = nanoTimeMs(time);
+    if (!(at > after)) continue;
+    if (events.length > 0 && (events[events.length - 1] as TimedEvent).at > at) sorted = false;
+    const type = (fields as Record<string, unknown>).Type;
+    events.push({ type: typeof type === 'string' ? type : '', at, failsTask: (fields as Record<string, unknown>).FailsTask === true });
   }
-  // Nomad appends in order; a sort keeps a hostile or merged list from going back in time.
-  return events.sort((a, b) => a.at - b.at);
+  // Nomad appends in order; a sort (stable) keeps a hostile or merged list from going back in time.
+  return sorted ? events : events.sort(byTime);
 }
 
 /** Applies one event to a task's state (task_runner.go: which events move TaskState.State). */
@@ -143,10 +150,6 @@ function afterEvent(task: TaskView, event: TimedEvent): TaskView {
   }
 }
 
-function nomadEvents(events: readonly TimedEvent[]): TimedEvent[] {
-  return events.filter((event) => event.type !== FINISHED);
-}
-
 function taskStory(name: string, base: TaskView, state: TaskState | undefined, after: number, problems: string[]): TaskStory {
   const finalView = state === undefined || state === null ? undefined : taskView(name, base, state, problems);
   const events = timedEvents(name, state, after, problems);
@@ -158,26 +161,38 @@ function taskStory(name: string, base: TaskView, state: TaskState | undefined, a
     events.splice(i, 0, { type: FINISHED, at: finished, failsTask: finalView?.failed === true });
   }
   // Restart counts are anchored on the final count, so a window that lost events still ends right.
-  const restartsInWindow = events.filter((event) => event.type === 'Restarting').length;
+  let restartsInWindow = 0;
+  for (const event of events) if (event.type === 'Restarting') restartsInWindow++;
   const startRestarts = finalView === undefined ? base.restarts : Math.max(0, finalView.restarts - restartsInWindow);
-  let task: TaskView = { ...base, restarts: startRestarts };
-  const steps: TaskStep[] = [];
+  let task: TaskView = startRestarts === base.restarts ? base : { ...base, restarts: startRestarts };
+  const tasks: TaskView[] = events.length === 0 ? NO_TASKS : [];
   let killedAt: number | null = null;
   for (const event of events) {
     task = afterEvent(task, event);
     if (event.type === 'Killing' && killedAt === null) killedAt = event.at;
     if (event.type === 'Started') killedAt = null;
-    steps.push({ at: event.at, task });
+    tasks.push(task);
   }
-  const lastEvent = events.length === 0 ? null : (events[events.length - 1] as TimedEvent).at;
-  if (finalView === undefined) return { name, start: base, steps, final: task, lastAt: lastEvent, killedAt, events: nomadEvents(events) };
-  // The final state is the TaskState's own; only its start comes from the events where they tell it
-  // (a field more than a millisecond off belongs to a start whose event is gone).
+  const lastAt = events.length === 0 ? null : (events[events.length - 1] as TimedEvent).at;
+  return { name, start: base, events: events.length === 0 ? NO_EVENTS : events, after: tasks, final: finalState(task, finalView), lastAt, killedAt };
+}
+
+/**
+ * The task as the copy in hand has it: the TaskState's own, with its start from the events where
+ * they tell it (a field more than a millisecond off belongs to a start whose event is gone); without
+ * a TaskState, where the events left it.
+ */
+function finalState(task: TaskView, finalView: TaskView | undefined): TaskView {
+  if (finalView === undefined) return task;
   const knownStart = task.startedAt;
   const fieldStart = finalView.startedAt;
   const startedAt = knownStart !== null && (fieldStart === null || Math.abs(fieldStart - knownStart) < 1) ? knownStart : fieldStart;
-  const final: TaskView = { ...finalView, startedAt };
-  return { name, start: base, steps, final, lastAt: lastEvent, killedAt, events: nomadEvents(events) };
+  return startedAt === fieldStart ? finalView : { ...finalView, startedAt };
+}
+
+function storyOf(stories: readonly TaskStory[], name: string): TaskStory | undefined {
+  for (const story of stories) if (story.name === name) return story;
+  return undefined;
 }
 
 function allocationStatus(tasks: Readonly<Record<string, TaskView>>): string {
@@ -198,13 +213,30 @@ function serverWriteTime(allocation: Allocation): number | undefined {
  * and long enough after the allocation was created.
  */
 function lostRun(story: TaskStory, finalRestarts: number, createdAt: number | null, minHealthyTimeMs: number): number | null {
-  const first = story.events[0];
+  const kept = story.events.filter((event) => event.type !== FINISHED);
+  const first = kept[0];
   if (first === undefined || first.type === 'Received') return null;
-  const restartsKept = story.events.filter((event) => event.type === 'Restarting').length;
+  const restartsKept = kept.filter((event) => event.type === 'Restarting').length;
   const ranBefore = finalRestarts > restartsKept || !BEFORE_START.has(first.type);
   if (!ranBefore) return null;
   if (createdAt !== null && first.at - createdAt < minHealthyTimeMs) return null;
   return first.at;
+}
+
+/** Every time a task's state may change, in order, once each (each story's events are in order already). */
+function stepTimes(stories: readonly TaskStory[], stopAt: number | undefined): number[] {
+  if (stories.length === 1 && stopAt === undefined) {
+    const times: number[] = [];
+    for (const event of (stories[0] as TaskStory).events) if (times.length === 0 || times[times.length - 1] !== event.at) times.push(event.at);
+    return times;
+  }
+  const all: number[] = stopAt === undefined ? [] : [stopAt];
+  for (const story of stories) for (const event of story.events) all.push(event.at);
+  all.sort((a, b) => a - b);
+  let kept = 0;
+  for (const at of all) if (kept === 0 || all[kept - 1] !== at) all[kept++] = at;
+  all.length = kept;
+  return all;
 }
 
 export function allocationHistory(allocation: Allocation, group: TaskGroup, options: HistoryOptions = {}): AllocationHistory {
@@ -214,61 +246,69 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   const states = allocation.TaskStates ?? {};
   const stories: TaskStory[] = [];
   for (const spec of Array.isArray(group.Tasks) ? group.Tasks : []) {
-    const known = lifecycleOf(spec.Name, spec.Lifecycle, problems);
-    const from = base?.view.tasks[spec.Name] ?? { ...PENDING_TASK, ...known };
+    const from = base?.view.tasks[spec.Name] ?? { ...PENDING_TASK, ...lifecycleOf(spec.Name, spec.Lifecycle, problems) };
     stories.push(taskStory(spec.Name, from, states[spec.Name], after, problems));
   }
-  for (const name of Object.keys(states)) {
-    if (!stories.some((story) => story.name === name)) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
+  let reportedTasks = false;
+  for (const name in states) {
+    reportedTasks = true;
+    if (storyOf(stories, name) === undefined) problems.push(`task ${name} is not in group ${group.Name}, ignored`);
   }
 
   const clientStatus = typeof allocation.ClientStatus === 'string' ? allocation.ClientStatus : 'pending';
   const desiredStatus = typeof allocation.DesiredStatus === 'string' ? allocation.DesiredStatus : 'run';
-  const reported = Object.keys(states).length > 0 || clientStatus !== 'pending';
-  const lastTimes = stories.flatMap((story) => (story.lastAt === null ? [] : [story.lastAt]));
-  const asOf = lastTimes.length > 0 ? Math.max(...lastTimes) : reported ? (base?.at ?? null) : null;
+  const reported = reportedTasks || clientStatus !== 'pending';
+  let lastAt: number | null = null;
+  for (const story of stories) if (story.lastAt !== null && (lastAt === null || story.lastAt > lastAt)) lastAt = story.lastAt;
+  const asOf = lastAt ?? (reported ? (base?.at ?? null) : null);
 
   // When the stop took effect for the client; or, not yet acted on, when the server wrote it.
   let stopAt: number | undefined;
   let pendingStop: number | undefined;
   if (STOPPING.has(desiredStatus) && !STOPPING.has(base?.view.desiredStatus ?? 'run')) {
-    const kills = stories.flatMap((story) => (story.killedAt === null ? [] : [story.killedAt]));
+    let killedAt: number | undefined;
+    for (const story of stories) if (story.killedAt !== null && (killedAt === undefined || story.killedAt < killedAt)) killedAt = story.killedAt;
     const written = serverWriteTime(allocation);
-    if (kills.length > 0) stopAt = Math.min(...kills);
+    if (killedAt !== undefined) stopAt = killedAt;
     else if (CLIENT_TERMINAL.has(clientStatus)) stopAt = Math.max(asOf ?? after, written ?? Number.NEGATIVE_INFINITY);
     else pendingStop = written ?? asOf ?? after;
   }
 
-  // Merge the tasks' steps into allocation views, in time order.
-  const times = [...new Set([...stories.flatMap((story) => story.steps.map((step) => step.at)), ...(stopAt === undefined ? [] : [stopAt])])].sort((a, b) => a - b);
-  const cursor = new Map(stories.map((story) => [story.name, { index: 0, task: story.start }]));
+  // Merge the tasks' steps into allocation views, in time order (each view only if it differs from the one before).
+  const cursors: number[] = [];
+  const current: TaskView[] = [];
+  for (const story of stories) {
+    cursors.push(0);
+    current.push(story.start);
+  }
   const views: TimedView[] = [];
   let previous: AllocationView | undefined = base?.view;
-  const push = (at: number, view: AllocationView): void => {
-    if (previous !== undefined && sameAllocationView(previous, view)) return;
-    // Two views of one instant (a task's finish and the copy's own fields): the later says it all.
-    if (views.at(-1)?.at === at) views.pop();
+  for (const at of stepTimes(stories, stopAt)) {
+    const tasks: Record<string, TaskView> = {};
+    for (let s = 0; s < stories.length; s++) {
+      const story = stories[s] as TaskStory;
+      let index = cursors[s] as number;
+      while (index < story.events.length && (story.events[index] as TimedEvent).at <= at) current[s] = story.after[index++] as TaskView;
+      cursors[s] = index;
+      tasks[story.name] = current[s] as TaskView;
+    }
+    const view = { clientStatus: allocationStatus(tasks), desiredStatus: stopAt !== undefined && at >= stopAt ? desiredStatus : 'run', tasks };
+    if (previous !== undefined && sameAllocationView(previous, view)) continue;
     views.push({ at, view });
     previous = view;
-  };
-  for (const at of times) {
-    const tasks: Record<string, TaskView> = {};
-    for (const story of stories) {
-      const position = cursor.get(story.name) as { index: number; task: TaskView };
-      while (position.index < story.steps.length && (story.steps[position.index] as TaskStep).at <= at) {
-        position.task = (story.steps[position.index] as TaskStep).task;
-        position.index++;
-      }
-      tasks[story.name] = position.task;
-    }
-    const stopped = stopAt !== undefined && at >= stopAt;
-    push(at, { clientStatus: allocationStatus(tasks), desiredStatus: stopped ? desiredStatus : 'run', tasks });
   }
   // The copy in hand, as Nomad wrote it, from when its data ends.
-  const finalTasks = Object.fromEntries(stories.map((story) => [story.name, story.final]));
   const finalAt = Math.max(asOf ?? after, stopAt ?? Number.NEGATIVE_INFINITY);
   if (reported && Number.isFinite(finalAt)) {
-    push(finalAt, { clientStatus, desiredStatus: pendingStop === undefined ? desiredStatus : (previous?.desiredStatus ?? 'run'), tasks: finalTasks });
+    const tasks: Record<string, TaskView> = {};
+    for (const story of stories) tasks[story.name] = story.final;
+    const view = { clientStatus, desiredStatus: pendingStop === undefined ? desiredStatus : (previous?.desiredStatus ?? 'run'), tasks };
+    if (previous === undefined || !sameAllocationView(previous, view)) {
+      // Two views of one instant (a task's finish and the copy's own fields): the later says it all.
+      // (Step times are distinct: only the copy's own view can share one.)
+      if (views.length > 0 && (views[views.length - 1] as TimedView).at === finalAt) views.pop();
+      views.push({ at: finalAt, view });
+    }
   }
 
   const watchingSince = base === undefined ? estimatedWatchingSince(allocation, problems) : undefined;

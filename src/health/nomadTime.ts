@@ -11,10 +11,55 @@ const GO_ZERO_TIME = /^0001-01-01T00:00:00(?:\.0+)?Z$/;
 
 export type ParsedTime = { readonly ok: true; readonly ms: number | null } | { readonly ok: false; readonly problem: string };
 
+const NO_TIME: ParsedTime = { ok: true, ms: null };
+
+/** The number written by `count` decimal digits of `text` from `start`; NaN if one is not a digit. */
+function digitsAt(text: string, start: number, count: number): number {
+  let value = 0;
+  for (let i = start; i < start + count; i++) {
+    const digit = text.charCodeAt(i) - 48;
+    if (!(digit >= 0 && digit <= 9)) return Number.NaN;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+/**
+ * What parseNomadTime gives for the form Nomad writes (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`), read
+ * without a regular expression or a string built for Date.parse; undefined for anything else (an
+ * offset, a year before 1000, a field out of Date.parse's range), which takes the general path.
+ * Same result: Date.UTC is Date.parse for those fields, and a fraction of at most 9 digits divided by
+ * its power of ten is, rounded once, the number its decimal text reads as.
+ */
+function canonicalTimeMs(value: string): number | undefined {
+  const length = value.length;
+  if (length < 20 || value.charCodeAt(length - 1) !== 0x5a /* Z */) return undefined;
+  const separators = value.charCodeAt(4) === 0x2d && value.charCodeAt(7) === 0x2d && value.charCodeAt(10) === 0x54 && value.charCodeAt(13) === 0x3a && value.charCodeAt(16) === 0x3a;
+  if (!separators) return undefined;
+  const year = digitsAt(value, 0, 4);
+  const month = digitsAt(value, 5, 2);
+  const day = digitsAt(value, 8, 2);
+  const hour = digitsAt(value, 11, 2);
+  const minute = digitsAt(value, 14, 2);
+  const second = digitsAt(value, 17, 2);
+  if (!(year >= 1000 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour <= 23 && minute <= 59 && second <= 59)) return undefined;
+  let fraction = 0;
+  if (length > 20) {
+    const digits = length - 21;
+    if (value.charCodeAt(19) !== 0x2e /* . */ || digits < 1 || digits > 9) return undefined;
+    const part = digitsAt(value, 20, digits);
+    if (Number.isNaN(part)) return undefined;
+    fraction = (part / 10 ** digits) * 1000;
+  }
+  return Date.UTC(year, month - 1, day, hour, minute, second) + fraction;
+}
+
 /** RFC3339Nano → epoch milliseconds (sub-millisecond digits kept as a fraction); null/zero time → null. */
 export function parseNomadTime(value: unknown): ParsedTime {
-  if (value === null || value === undefined) return { ok: true, ms: null };
+  if (value === null || value === undefined) return NO_TIME;
   if (typeof value !== 'string') return { ok: false, problem: `time ${JSON.stringify(value)} is not a string` };
+  const canonical = canonicalTimeMs(value);
+  if (canonical !== undefined) return { ok: true, ms: canonical };
   if (GO_ZERO_TIME.test(value)) return { ok: true, ms: null };
   const match = RFC3339.exec(value);
   const whole = match === null ? Number.NaN : Date.parse(`${match[1]}${match[3]}`);
@@ -28,9 +73,14 @@ export function parseNomadTime(value: unknown): ParsedTime {
  * milliseconds, microseconds kept as a fraction; 0 (Go's unset int64) → null.
  */
 export function parseNanoTime(value: unknown): ParsedTime {
-  if (value === null || value === undefined || value === 0 || value === 0n) return { ok: true, ms: null };
-  if (isNanoTime(value)) return { ok: true, ms: typeof value === 'bigint' ? Number(value / 1000n) / 1000 : value / 1e6 };
+  if (value === null || value === undefined || value === 0 || value === 0n) return NO_TIME;
+  if (isNanoTime(value)) return { ok: true, ms: nanoTimeMs(value) };
   return { ok: false, problem: `time ${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)} is not a Unix time in nanoseconds` };
+}
+
+/** A set Unix-nanosecond timestamp (see isNanoTime) in epoch ms, microseconds kept as a fraction: parseNanoTime's `ms`, with no result object. */
+export function nanoTimeMs(value: bigint | number): number {
+  return typeof value === 'bigint' ? Number(value / 1000n) / 1000 : value / 1e6;
 }
 
 /** A set Unix-nanosecond timestamp: a positive integer, bigint or number. */

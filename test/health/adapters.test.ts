@@ -3,6 +3,7 @@
  * getHealthParams), and the compact view of an allocation, with bad input reported, never thrown.
  */
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { join } from 'node:path';
 import { HealthPolicyError, allocationView, durationMs, healthPolicyFor, parseNanoTime, parseNomadTime } from '../../src/health/index.js';
 import { isHeartbeatLine, readStreamRecording } from '../../src/testing/recording.js';
@@ -283,5 +284,28 @@ describe('parseNomadTime', () => {
 
   it.each(['', 'now', '2026-13-45T99:00:00Z', '2026-11-29 17:05:02Z', 17])('refuses %p', (value) => {
     expect(parseNomadTime(value)).toMatchObject({ ok: false });
+  });
+
+  it('reads the form Nomad writes (read without Date.parse) exactly as RFC3339 through Date.parse reads it', () => {
+    // The definition: the whole seconds through Date.parse, the fraction as the decimal it is.
+    const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
+    const reference = (text: string): number | undefined => {
+      const match = RFC3339.exec(text);
+      const whole = match === null ? Number.NaN : Date.parse(`${match[1]}${match[3]}`);
+      return match === null || Number.isNaN(whole) ? undefined : whole + Number(`0.${match[2] ?? '0'}`) * 1000;
+    };
+    const field = (digits: number, max: number) => fc.integer({ min: 0, max }).map((n) => String(n).padStart(digits, '0'));
+    const text = fc
+      .tuple(field(4, 9999), field(2, 19), field(2, 39), field(2, 29), field(2, 69), field(2, 69), fc.option(fc.stringMatching(/^[0-9]{0,11}$/), { nil: undefined }), fc.constantFrom('Z', 'Z', '+01:00', 'z'))
+      .map(([y, mo, d, h, mi, sec, fraction, zone]) => `${y}-${mo}-${d}T${h}:${mi}:${sec}${fraction === undefined ? '' : `.${fraction}`}${zone}`);
+    fc.assert(
+      fc.property(text, (value) => {
+        const parsed = parseNomadTime(value);
+        if (/^0001-01-01T00:00:00(?:\.0+)?Z$/.test(value)) return expect(parsed).toEqual({ ok: true, ms: null });
+        const expected = reference(value);
+        expect(parsed).toEqual(expected === undefined ? { ok: false, problem: expect.any(String) } : { ok: true, ms: expected });
+      }),
+      { numRuns: 20_000 },
+    );
   });
 });
