@@ -22,7 +22,7 @@
 import type { AllocationView, TaskView } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
 import { isNanoTime, nanoTimeMs, parseNanoTime } from './nomadTime.js';
-import { estimatedWatchingSince, lifecycleOf, taskView } from './allocationView.js';
+import { estimatedWatchingSince, lifecycleOf, makeTask, taskView } from './allocationView.js';
 import { sameAllocationView } from './viewEquality.js';
 
 /** A view of the allocation as it stood from `at` on (epoch ms on the data's clock). */
@@ -102,7 +102,7 @@ interface TaskStory {
   readonly killedAt: number | null;
 }
 
-const PENDING_TASK: Omit<TaskView, 'hook' | 'sidecar'> = { state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null };
+const pendingTask = ({ hook, sidecar }: Pick<TaskView, 'hook' | 'sidecar'>): TaskView => makeTask('pending', false, 0, null, null, hook, sidecar);
 const NO_EVENTS: readonly TimedEvent[] = [];
 const NO_TASKS: TaskView[] = [];
 
@@ -135,18 +135,19 @@ function timedEvents(name: string, state: TaskState | undefined, after: number, 
 /** Applies one event to a task's state (task_runner.go: which events move TaskState.State). */
 function afterEvent(task: TaskView, event: TimedEvent): TaskView {
   const failed = task.failed || event.failsTask;
+  const { restarts, startedAt, finishedAt, hook, sidecar } = task;
   switch (event.type) {
     case 'Started':
-      return { ...task, failed, state: 'running', startedAt: event.at, finishedAt: null };
+      return makeTask('running', failed, restarts, event.at, null, hook, sidecar);
     case 'Restarting':
-      return { ...task, failed, state: 'pending', restarts: task.restarts + 1 };
+      return makeTask('pending', failed, restarts + 1, startedAt, finishedAt, hook, sidecar);
     case 'Not Restarting':
     case 'Killed':
-      return { ...task, failed, state: 'dead', finishedAt: task.finishedAt ?? event.at };
+      return makeTask('dead', failed, restarts, startedAt, finishedAt ?? event.at, hook, sidecar);
     case FINISHED:
-      return { ...task, failed, state: 'dead', finishedAt: event.at };
+      return makeTask('dead', failed, restarts, startedAt, event.at, hook, sidecar);
     default:
-      return failed === task.failed ? task : { ...task, failed };
+      return failed === task.failed ? task : makeTask(task.state, failed, restarts, startedAt, finishedAt, hook, sidecar);
   }
 }
 
@@ -164,7 +165,7 @@ function taskStory(name: string, base: TaskView, state: TaskState | undefined, a
   let restartsInWindow = 0;
   for (const event of events) if (event.type === 'Restarting') restartsInWindow++;
   const startRestarts = finalView === undefined ? base.restarts : Math.max(0, finalView.restarts - restartsInWindow);
-  let task: TaskView = startRestarts === base.restarts ? base : { ...base, restarts: startRestarts };
+  let task: TaskView = startRestarts === base.restarts ? base : makeTask(base.state, base.failed, startRestarts, base.startedAt, base.finishedAt, base.hook, base.sidecar);
   const tasks: TaskView[] = events.length === 0 ? NO_TASKS : [];
   let killedAt: number | null = null;
   for (const event of events) {
@@ -187,7 +188,8 @@ function finalState(task: TaskView, finalView: TaskView | undefined): TaskView {
   const knownStart = task.startedAt;
   const fieldStart = finalView.startedAt;
   const startedAt = knownStart !== null && (fieldStart === null || Math.abs(fieldStart - knownStart) < 1) ? knownStart : fieldStart;
-  return startedAt === fieldStart ? finalView : { ...finalView, startedAt };
+  const { state, failed, restarts, finishedAt, hook, sidecar } = finalView;
+  return startedAt === fieldStart ? finalView : makeTask(state, failed, restarts, startedAt, finishedAt, hook, sidecar);
 }
 
 function storyOf(stories: readonly TaskStory[], name: string): TaskStory | undefined {
@@ -246,7 +248,7 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   const states = allocation.TaskStates ?? {};
   const stories: TaskStory[] = [];
   for (const spec of Array.isArray(group.Tasks) ? group.Tasks : []) {
-    const from = base?.view.tasks[spec.Name] ?? { ...PENDING_TASK, ...lifecycleOf(spec.Name, spec.Lifecycle, problems) };
+    const from = base?.view.tasks[spec.Name] ?? pendingTask(lifecycleOf(spec.Name, spec.Lifecycle, problems));
     stories.push(taskStory(spec.Name, from, states[spec.Name], after, problems));
   }
   let reportedTasks = false;

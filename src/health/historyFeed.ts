@@ -74,9 +74,13 @@ export function judgeSight(
   allocation: Allocation,
   group: TaskGroup,
   policy: HealthPolicy,
-  options: { readonly rewatchedFrom?: number } = {},
+  options: {
+    readonly rewatchedFrom?: number;
+    /** The key the registry knows the allocation by (default its ID): one string kept, whichever copy brought it. */
+    readonly id?: string;
+  } = {},
 ): Sight {
-  const id = allocation.ID;
+  const id = options.id ?? allocation.ID;
   const base = registry.lastView(id);
   if (base !== undefined) {
     const { problems, ...history } = followingHistory(allocation, group, base);

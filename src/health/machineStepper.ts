@@ -32,6 +32,14 @@ export interface StepperState<TValue extends string, TContext> {
   readonly output?: unknown;
 }
 
+/** The same, changed in place by `advance` (a registry keeps it in its own record of the allocation). */
+export interface MutableStepperState<TValue extends string, TContext> {
+  value: TValue;
+  context: TContext;
+  status: 'active' | 'done';
+  output?: unknown;
+}
+
 export type HealthMachineState = StepperState<AllocationHealthState, AllocationHealthContext>;
 
 /** Raised when a machine uses something the flat stepper does not run (it must then be run by XState). */
@@ -179,9 +187,15 @@ export class FlatMachineStepper<TValue extends string, TContext, TEvent extends 
 
   /** What XState's `transition()` gives for `event`, as a stored state; the same object when nothing is taken. */
   step(state: StepperState<TValue, TContext>, event: TEvent): StepperState<TValue, TContext> {
-    if (state.status !== 'active') return state;
+    const next = { ...state };
+    return this.advance(next, event) ? next : state;
+  }
+
+  /** `step`, written into `state` itself; false (and `state` untouched) when no transition is taken. */
+  advance(state: MutableStepperState<TValue, TContext>, event: TEvent): boolean {
+    if (state.status !== 'active') return false;
     const candidates = this.states.get(state.value)?.on.get(event.type);
-    if (candidates === undefined) return state;
+    if (candidates === undefined) return false;
     const before = state.context as Context;
     for (const candidate of candidates) {
       if (candidate.guard !== undefined && !candidate.guard(before, event)) continue;
@@ -189,10 +203,15 @@ export class FlatMachineStepper<TValue extends string, TContext, TEvent extends 
       for (const assign of candidate.assignments) context = assign(context, event);
       const value = (candidate.target ?? state.value) as TValue;
       const entered = this.states.get(value) as CompiledState;
-      if (!entered.final) return { value, context: context as TContext, status: 'active' };
-      return { value, context: context as TContext, status: 'done', output: this.outputOf(context, entered) };
+      state.value = value;
+      state.context = context as TContext;
+      if (entered.final) {
+        state.status = 'done';
+        state.output = this.outputOf(context, entered);
+      }
+      return true;
     }
-    return state;
+    return false;
   }
 
   /** The machine's output once `final` is entered: the root's output mapper given XState's done event of that state. */
@@ -218,6 +237,10 @@ export class MachineStepper {
 
   step(state: HealthMachineState, event: AllocationHealthEvent): HealthMachineState {
     return this.flat.step(state, event);
+  }
+
+  advance(state: MutableStepperState<AllocationHealthState, AllocationHealthContext>, event: AllocationHealthEvent): boolean {
+    return this.flat.advance(state, event);
   }
 
   toSnapshot(state: HealthMachineState): AllocationHealthSnapshot {

@@ -13,6 +13,7 @@ import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import { wakeAt } from '../../machines/allocationHealthRules.js';
 import { allocationViewProblem, checkViewsProblem, healthPolicyProblem } from '../../machines/allocationHealthInput.js';
 import type {
+  AllocationHealthContext,
   AllocationHealthEvent,
   AllocationView,
   CheckView,
@@ -24,7 +25,7 @@ import type { TimedView } from './allocationHistory.js';
 import { ClockHorizon, type Horizon } from './horizon.js';
 import { HealthInputError } from './errors.js';
 import { HealthInspection, inspectionCallback, type InspectionObserver } from './inspection.js';
-import { MachineStepper, type AllocationHealthSnapshot, type HealthMachineState } from './machineStepper.js';
+import { MachineStepper, type AllocationHealthSnapshot, type HealthMachineState, type MutableStepperState } from './machineStepper.js';
 import { sameAllocationView, sameChecks } from './viewEquality.js';
 
 export type HealthChange =
@@ -82,10 +83,8 @@ interface Queued {
   readonly stop?: true;
 }
 
-interface Entry {
-  machine: HealthMachineState;
-  /** XState's snapshot of `machine`, once asked for (an inspector, a caller persisting it), until the next step. */
-  snapshot: AllocationHealthSnapshot | undefined;
+/** An allocation's machine (where it is, its context: stepped in place) and what the registry knows of its data. */
+interface Entry extends MutableStepperState<AllocationHealthState, AllocationHealthContext> {
   /** The data of the allocation speaks for everything up to this time. */
   known: number;
   queue: Queued[] | undefined;
@@ -103,6 +102,8 @@ export class HealthRegistry {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<HealthListener>();
   private readonly stepper = new MachineStepper();
+  /** XState's snapshot of an allocation's machine, once asked for (an inspector, a caller persisting it), until its next step. */
+  private readonly snapshots = new Map<string, AllocationHealthSnapshot>();
 
   constructor(options: HealthRegistryOptions) {
     this.clock = options.clock;
@@ -151,9 +152,10 @@ export class HealthRegistry {
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     this.drop(allocationId);
     const input = { policy, now: start.at, watchingSince: start.watchingSince };
-    const entry: Entry = { machine: this.stepper.initial(input), snapshot: undefined, known: start.at, queue: undefined, fed: false, viewAt: start.at };
+    const { value, context } = this.stepper.initial(input);
+    const entry: Entry = { value, context, status: 'active', output: undefined, known: start.at, queue: undefined, fed: false, viewAt: start.at };
     this.entries.set(allocationId, entry);
-    this.inspection?.started(allocationId, input, this.snapshotOf(entry));
+    this.inspection?.started(allocationId, input, this.snapshotOf(allocationId, entry));
     if (checks.length > 0) this.step(allocationId, entry, { type: 'observe', checks, now: start.at });
     this.feed(allocationId, entry, history);
     return this.status(allocationId) as HealthStatus;
@@ -176,9 +178,9 @@ export class HealthRegistry {
   updateChecks(allocationId: string, checks: readonly CheckView[]): boolean {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
-    const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.machine.context.checks;
+    const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.context.checks;
     if (checkViewsProblem(checks) === null && sameChecks(latest, checks)) return false;
-    this.enqueue(entry, { at: Math.max(this.clock.now(), entry.machine.context.now), checks });
+    this.enqueue(entry, { at: Math.max(this.clock.now(), entry.context.now), checks });
     this.advance(allocationId, entry);
     return true;
   }
@@ -186,32 +188,33 @@ export class HealthRegistry {
   /** Forgets an allocation and what it waited for. */
   drop(allocationId: string): boolean {
     if (!this.entries.delete(allocationId)) return false;
+    this.snapshots.delete(allocationId);
     this.horizon.release(allocationId);
     this.inspection?.stopped(allocationId);
     return true;
   }
 
   status(allocationId: string): HealthStatus | undefined {
-    const machine = this.entries.get(allocationId)?.machine;
-    if (machine === undefined) return undefined;
-    return { state: machine.value, outcome: machine.context.outcome, rejected: machine.context.rejected };
+    const entry = this.entries.get(allocationId);
+    if (entry === undefined) return undefined;
+    return { state: entry.value, outcome: entry.context.outcome, rejected: entry.context.rejected };
   }
 
   /** The view last fed, and the data time it held from: where the allocation's next history picks up. */
   lastView(allocationId: string): { readonly at: number; readonly view: AllocationView } | undefined {
     const entry = this.entries.get(allocationId);
-    return entry === undefined ? undefined : { at: entry.viewAt, view: entry.machine.context.view };
+    return entry === undefined ? undefined : { at: entry.viewAt, view: entry.context.view };
   }
 
   /** The machine snapshot itself (for the inspector, or to persist with `getPersistedSnapshot`). */
   snapshot(allocationId: string): AllocationHealthSnapshot | undefined {
     const entry = this.entries.get(allocationId);
-    return entry === undefined ? undefined : this.snapshotOf(entry);
+    return entry === undefined ? undefined : this.snapshotOf(allocationId, entry);
   }
 
-  /** Where an allocation's machine is and what it knows (what the snapshot holds, without building one). */
+  /** Where an allocation's machine is and what it knows now (what the snapshot holds, without building one). */
   machine(allocationId: string): HealthMachineState | undefined {
-    return this.entries.get(allocationId)?.machine;
+    return this.entries.get(allocationId);
   }
 
   subscribe(listener: HealthListener): () => void {
@@ -226,23 +229,23 @@ export class HealthRegistry {
     if (waitingStop !== undefined) entry.queue = (entry.queue as Queued[]).filter((item) => item.stop === undefined);
     let changed = false;
     for (const { at, view } of history.views) {
-      if (entry.machine.status !== 'active') break;
+      if (entry.status !== 'active') break;
       // Time passes up to the view (what happened before it is known: the view says so); at the
       // same instant, what was observed goes first. Before the first view there is nothing to judge.
       entry.known = Math.max(entry.known, at);
       if (entry.fed) this.pass(allocationId, entry, at, false);
       entry.fed = true;
       entry.viewAt = Math.max(entry.viewAt, at);
-      if (entry.machine.status !== 'active') break;
+      if (entry.status !== 'active') break;
       // A malformed view still goes to the machine, which records why it ignored it.
-      if (allocationViewProblem(view) === null && sameAllocationView(entry.machine.context.view, view)) continue;
+      if (allocationViewProblem(view) === null && sameAllocationView(entry.context.view, view)) continue;
       this.step(allocationId, entry, { type: 'observe', view, now: at });
       changed = true;
     }
     if (history.asOf !== null) entry.known = Math.max(entry.known, history.asOf);
-    if (history.pendingStop !== undefined && entry.machine.status === 'active') {
+    if (history.pendingStop !== undefined && entry.status === 'active') {
       const at = Math.min(history.pendingStop, waitingStop ?? Number.POSITIVE_INFINITY);
-      this.enqueue(entry, { at: Math.max(at, entry.machine.context.now), stop: true });
+      this.enqueue(entry, { at: Math.max(at, entry.context.now), stop: true });
     }
     this.advance(allocationId, entry);
     return changed;
@@ -260,8 +263,8 @@ export class HealthRegistry {
   /** Feeds, in time order, the machine's wake-ups and queued items due by `upTo` (`inclusive` of it). */
   private pass(allocationId: string, entry: Entry, upTo: number, inclusive: boolean): void {
     for (;;) {
-      if (entry.machine.status !== 'active') return;
-      const wake = wakeAt(entry.machine.context);
+      if (entry.status !== 'active') return;
+      const wake = wakeAt(entry.context);
       const queued = entry.queue?.[0];
       const at = Math.min(wake ?? Number.POSITIVE_INFINITY, queued?.at ?? Number.POSITIVE_INFINITY);
       if (!(inclusive ? at <= upTo : at < upTo)) return;
@@ -276,13 +279,13 @@ export class HealthRegistry {
 
   private queuedEvent(entry: Entry, queued: Queued): AllocationHealthEvent {
     if (queued.checks !== undefined) return { type: 'observe', checks: queued.checks, now: queued.at };
-    const { view } = entry.machine.context;
+    const { view } = entry.context;
     return { type: 'observe', view: { ...view, desiredStatus: 'stop' }, now: queued.at };
   }
 
   private nextDue(entry: Entry): number | null {
-    if (entry.machine.status !== 'active') return null;
-    const wake = wakeAt(entry.machine.context);
+    if (entry.status !== 'active') return null;
+    const wake = wakeAt(entry.context);
     const queued = entry.queue?.[0]?.at;
     if (wake === null) return queued ?? null;
     return queued === undefined ? wake : Math.min(wake, queued);
@@ -295,26 +298,24 @@ export class HealthRegistry {
     queue.splice(i, 0, item);
   }
 
-  private snapshotOf(entry: Entry): AllocationHealthSnapshot {
-    return (entry.snapshot ??= this.stepper.toSnapshot(entry.machine));
+  private snapshotOf(allocationId: string, entry: Entry): AllocationHealthSnapshot {
+    let snapshot = this.snapshots.get(allocationId);
+    if (snapshot === undefined) this.snapshots.set(allocationId, (snapshot = this.stepper.toSnapshot(entry)));
+    return snapshot;
   }
 
   private step(allocationId: string, entry: Entry, event: AllocationHealthEvent): void {
-    const before = entry.machine;
-    if (before.status !== 'active') return;
-    const after = this.stepper.step(before, event);
-    if (after !== before) {
-      entry.machine = after;
-      entry.snapshot = undefined;
-    }
-    if (this.inspection !== undefined) this.inspection.stepped(allocationId, event, this.snapshotOf(entry));
-    const from = before.value;
-    const to = after.value;
+    const machine: HealthMachineState = entry;
+    if (machine.status !== 'active') return;
+    const from = machine.value;
+    if (this.stepper.advance(entry, event) && this.snapshots.size > 0) this.snapshots.delete(allocationId);
+    if (this.inspection !== undefined) this.inspection.stepped(allocationId, event, this.snapshotOf(allocationId, entry));
+    const to = entry.value;
     if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
-    if (after.status === 'done') {
+    if (entry.status === 'done') {
       entry.queue = undefined;
       this.horizon.release(allocationId);
-      this.emit({ type: 'outcome', allocationId, outcome: after.context.outcome as HealthOutcome });
+      this.emit({ type: 'outcome', allocationId, outcome: entry.context.outcome as HealthOutcome });
     }
   }
 

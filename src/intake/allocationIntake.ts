@@ -69,26 +69,18 @@ export interface SupervisedAllocation {
 
 /** Judged (or waiting for its client to report it, before which Nomad does not watch it either). */
 interface Admitted {
-  ref: AllocationRef;
-  group: TaskGroup;
-  policy: HealthPolicy;
-  jobVersion: number | undefined;
+  /** Its `allocId` is the one string the allocation's ID is kept as (registry, horizon and book keys). */
+  readonly ref: AllocationRef;
+  readonly group: TaskGroup;
+  readonly policy: HealthPolicy;
+  readonly jobVersion: number | undefined;
   /**
-   * Until its first sight with something to judge (its client may not have reported it yet: Nomad
-   * is not watching it either): where judging is to start after an in-place update.
+   * True until its first sight with something to judge (its client may not have reported it yet:
+   * Nomad is not watching it either).
    */
-  opening?: { rewatchedFrom: number | undefined };
-}
-
-function refOf(allocation: Allocation): AllocationRef {
-  return {
-    allocId: allocation.ID,
-    name: allocation.Name,
-    namespace: allocation.Namespace || 'default',
-    jobId: allocation.JobID,
-    taskGroup: allocation.TaskGroup,
-    deploymentId: allocation.DeploymentID || undefined,
-  };
+  opening: boolean;
+  /** Where judging is to start after an in-place update (for the opening sight). */
+  readonly rewatchedFrom: number | undefined;
 }
 
 function deploymentOf(allocation: Pick<Allocation, 'DeploymentID'>): string | undefined {
@@ -129,6 +121,10 @@ export class AllocationIntake {
   private readonly awaitingJob: BoundedHistory<Allocation>;
   private retryTimer: TimerHandle | undefined;
   private readonly moves: InPlaceMoves;
+  /** One string for each job and deployment ID, however many allocations' refs name it (each copy of an allocation brings its own). */
+  private readonly names = new BoundedHistory<string>(1_024);
+  /** How each job version's groups are judged, decided once per job object the cache hands out (all its allocations share the policy). */
+  private readonly judgements = new WeakMap<Job, Map<string, Judgement>>();
   private stopped = false;
 
   constructor(private readonly options: AllocationIntakeOptions) {
@@ -152,7 +148,7 @@ export class AllocationIntake {
     const id = allocation.ID;
     if (this.stopped || typeof id !== 'string' || !this.options.scope.includes(allocation.Namespace, allocation.JobID)) return;
     const admitted = this.admitted.get(id);
-    if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) return this.judge(id, admitted, allocation, live);
+    if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) return this.judge(admitted, allocation, live);
     const pending = this.resolving.get(id);
     if (pending) {
       if (movedFrom(deploymentOf(pending), allocation)) this.rewatches.set(id, allocation);
@@ -195,7 +191,14 @@ export class AllocationIntake {
 
   /** How the group is judged for an allocation in a deployment (or not, and why). */
   judgementOf(job: Job, group: string, inDeployment: boolean): Judgement {
-    return judgementOf(job, group, { inDeployment, optIn: this.options.policy, checksUnavailable: (spec) => this.options.checks.unavailable(spec) });
+    let groups = this.judgements.get(job);
+    const key = `${inDeployment ? 'd' : 'm'}${group}`;
+    const known = groups?.get(key);
+    if (known !== undefined) return known;
+    const judgement = judgementOf(job, group, { inDeployment, optIn: this.options.policy, checksUnavailable: (spec) => this.options.checks.unavailable(spec) });
+    if (groups === undefined) this.judgements.set(job, (groups = new Map()));
+    groups.set(key, judgement);
+    return judgement;
   }
 
   /**
@@ -204,7 +207,7 @@ export class AllocationIntake {
    */
   undecidedIn(deploymentId: string): number {
     let count = 0;
-    for (const admitted of this.admitted.values()) if (admitted.ref.deploymentId === deploymentId && admitted.opening === undefined) count++;
+    for (const admitted of this.admitted.values()) if (admitted.ref.deploymentId === deploymentId && !admitted.opening) count++;
     for (const allocation of this.resolving.values()) if (deploymentOf(allocation) === deploymentId) count++;
     return count;
   }
@@ -259,13 +262,28 @@ export class AllocationIntake {
 
   private resolve(id: string, allocation: Allocation): void {
     this.awaitingJob.delete(id);
+    // Never watched before: it may have been moved in place before we started (a read tells).
+    const mayHaveMoved = !this.rewatches.has(id) && this.moves.mayHaveMoved(allocation);
+    // Its job version known, nothing to read: admitted at once.
+    const job = mayHaveMoved ? undefined : this.options.jobs.cachedJobFor(allocation);
+    if (job !== undefined) {
+      this.admit(id, job, allocation);
+      this.options.onSettled?.();
+      return;
+    }
     this.resolving.set(id, allocation);
-    // Never watched before: it may have been moved in place before we started.
-    const moved = this.rewatches.has(id) ? undefined : this.moves.movedBy(allocation);
-    Promise.all([this.options.jobs.jobFor(allocation), moved]).then(
+    Promise.all([this.options.jobs.jobFor(allocation), mayHaveMoved ? this.moves.movedBy(allocation) : undefined]).then(
       ([job, movedBy]) => {
         if (movedBy && !this.rewatches.has(id)) this.rewatches.set(id, movedBy);
-        this.admit(id, job, allocation);
+        const latest = this.resolving.get(id);
+        if (latest !== undefined && !this.stopped) {
+          // Moved into another deployment while the job was looked up: it runs that deployment's version.
+          if (deploymentOf(latest) !== deploymentOf(allocation)) this.resolve(id, latest);
+          else {
+            this.resolving.delete(id);
+            this.admit(id, job, latest);
+          }
+        }
         this.options.onSettled?.();
       },
       (error: unknown) => {
@@ -275,7 +293,7 @@ export class AllocationIntake {
         const message = `allocation ${id}: ${errorMessage(error)}`;
         // An allocation long over whose job is gone (purged) has nothing left to judge it by.
         if (latest.DesiredStatus !== 'run' && CLIENT_TERMINAL.has(latest.ClientStatus)) {
-          this.markUnjudged({ alloc: refOf(latest), reason: `its job could not be had: ${errorMessage(error)}` });
+          this.markUnjudged({ alloc: this.refOf(latest), reason: `its job could not be had: ${errorMessage(error)}` });
           return;
         }
         this.options.onSettled?.();
@@ -302,12 +320,8 @@ export class AllocationIntake {
     }, this.options.jobs.failureTtlMs);
   }
 
-  private admit(id: string, job: Job, askedFor: Allocation): void {
-    const allocation = this.resolving.get(id);
-    if (!allocation || this.stopped) return;
-    // Moved into another deployment while the job was looked up: it runs that deployment's version.
-    if (deploymentOf(allocation) !== deploymentOf(askedFor)) return this.resolve(id, allocation);
-    this.resolving.delete(id);
+  /** Judges the allocation with its job version's policy (or marks it unjudged, with why). */
+  private admit(id: string, job: Job, allocation: Allocation): void {
     const moving = this.rewatches.get(id);
     this.rewatches.delete(id);
     const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
@@ -319,17 +333,17 @@ export class AllocationIntake {
       return;
     }
     if ('reason' in judgement) {
-      this.markUnjudged({ alloc: refOf(allocation), reason: judgement.reason });
+      this.markUnjudged({ alloc: this.refOf(allocation), reason: judgement.reason });
       this.options.logger.debug('allocation not judged', { allocId: id, reason: judgement.reason });
       return;
     }
     const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
-    const opening = { rewatchedFrom: rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy) };
-    const admitted: Admitted = { ref: refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening };
+    const rewatchedFrom = rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy);
+    const admitted: Admitted = { ref: this.refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening: true, rewatchedFrom };
     this.admitted.set(id, admitted);
     const forgotten = this.awaitingClient.set(id, true);
-    if (forgotten !== undefined && this.admitted.get(forgotten)?.opening !== undefined) this.admitted.delete(forgotten);
-    this.judge(id, admitted, allocation);
+    if (forgotten !== undefined && this.admitted.get(forgotten)?.opening === true) this.admitted.delete(forgotten);
+    this.judge(admitted, allocation);
   }
 
   /**
@@ -346,11 +360,13 @@ export class AllocationIntake {
   }
 
   /** Feeds one sight of the allocation to its machine (starting it on the first one that can be judged). */
-  private judge(id: string, admitted: Admitted, allocation: Allocation, live = false): void {
+  private judge(admitted: Admitted, allocation: Allocation, live = false): void {
     const { registry, checks, logger } = this.options;
-    const first = admitted.opening;
+    const id = admitted.ref.allocId;
+    const opening = admitted.opening;
+    const rewatchedFrom = opening ? admitted.rewatchedFrom : undefined;
     try {
-      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, first?.rewatchedFrom === undefined ? {} : { rewatchedFrom: first.rewatchedFrom });
+      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, rewatchedFrom === undefined ? { id } : { id, rewatchedFrom });
       for (const problem of sight.problems) logger.debug('allocation history', { allocId: id, problem });
       if (sight.kind === 'unreported') {
         const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
@@ -361,8 +377,10 @@ export class AllocationIntake {
         }
         return;
       }
-      delete admitted.opening;
-      this.awaitingClient.delete(id);
+      if (opening) {
+        admitted.opening = false;
+        this.awaitingClient.delete(id);
+      }
       if (live && sight.kind === 'judging' && sight.newestEventAt !== null) this.options.noteLag?.(this.options.clock.now() - sight.newestEventAt);
       if (sight.kind === 'undetermined') {
         this.admitted.delete(id);
@@ -370,7 +388,7 @@ export class AllocationIntake {
         return;
       }
       // The checks as known now: they count from now, not from the history's start.
-      if (first !== undefined && registry.has(id) && checksRequired(admitted.policy)) {
+      if (opening && registry.has(id) && checksRequired(admitted.policy)) {
         registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group));
       }
     } catch (error) {
@@ -390,6 +408,24 @@ export class AllocationIntake {
     this.admitted.delete(change.allocationId);
     this.forget(change.allocationId);
     this.decide({ alloc: admitted.ref, outcome: change.outcome });
+  }
+
+  private refOf(allocation: Allocation): AllocationRef {
+    return {
+      allocId: allocation.ID,
+      name: allocation.Name,
+      namespace: allocation.Namespace || 'default',
+      jobId: this.intern(allocation.JobID),
+      taskGroup: allocation.TaskGroup,
+      deploymentId: allocation.DeploymentID ? this.intern(allocation.DeploymentID) : undefined,
+    };
+  }
+
+  private intern(name: string): string {
+    const known = this.names.get(name);
+    if (known !== undefined) return known;
+    this.names.set(name, name);
+    return name;
   }
 
   private markUnjudged(unjudged: Unjudged): void {

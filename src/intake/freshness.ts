@@ -50,7 +50,7 @@ const NO_ALLOCATION = 'zz';
 /** How many recent delays the settle window remembers. */
 const LAG_SAMPLES = 128;
 
-/** An allocation waiting to know up to `due`; stale once the allocation waits for another time (or none). */
+/** An allocation waiting to know up to `due`; stale once the allocation waits for another time, or no more. */
 interface Waiting {
   readonly due: number;
   readonly seq: number;
@@ -98,8 +98,8 @@ export class FreshnessHorizon implements Horizon {
   /** Allocations confirmed further by a read of their own. */
   private readonly confirmedOne = new Map<string, number>();
   /** What each waiting allocation needs to know up to. */
-  private readonly waiting = new Map<string, number>();
-  /** The same, earliest first: a round takes what is due without looking at the rest. */
+  private readonly waiting = new Map<string, Waiting>();
+  /** The same, earliest first (with stale ones, dropped as they surface): a round takes what is due without looking at the rest. */
   private readonly queue = new TimerHeap<Waiting>();
   private seq = 0;
   private onAdvance: (allocationIds: Iterable<string>) => void = () => undefined;
@@ -129,9 +129,10 @@ export class FreshnessHorizon implements Horizon {
   }
 
   request(allocationId: string, at: number): void {
-    if (this.waiting.get(allocationId) === at) return;
-    this.waiting.set(allocationId, at);
-    this.queue.push({ due: at, seq: ++this.seq, id: allocationId });
+    if (this.waiting.get(allocationId)?.due === at) return;
+    const waiting = { due: at, seq: ++this.seq, id: allocationId };
+    this.waiting.set(allocationId, waiting);
+    this.queue.push(waiting);
     this.schedule();
   }
 
@@ -184,7 +185,7 @@ export class FreshnessHorizon implements Horizon {
   /** The earliest allocation still waiting (entries left behind by a later request or a release are dropped). */
   private earliest(): Waiting | undefined {
     for (let top = this.queue.peek(); top !== undefined; top = this.queue.peek()) {
-      if (this.waiting.get(top.id) === top.due) return top;
+      if (this.waiting.get(top.id) === top) return top;
       this.queue.pop();
     }
     return undefined;
@@ -279,7 +280,7 @@ export class FreshnessHorizon implements Horizon {
     try {
       await Promise.all(Array.from({ length: Math.min(this.options.concurrency ?? 8, unread.length) }, worker));
     } catch (error) {
-      for (const waiting of due) if (this.waiting.get(waiting.id) === waiting.due) this.queue.push(waiting);
+      for (const waiting of due) if (this.waiting.get(waiting.id) === waiting) this.queue.push(waiting);
       throw error;
     }
     this.announce(due);

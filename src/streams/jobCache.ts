@@ -155,6 +155,25 @@ export class JobCache {
     return version === undefined ? this.latest(namespace, allocation.JobID) : this.get(namespace, allocation.JobID, version);
   }
 
+  /**
+   * The job version `allocation` runs when the cache can tell without asking Nomad (the job embedded,
+   * or the version known from the allocation or its deployment, and that version cached), else
+   * undefined: then jobFor asks (or gives the failure it remembers).
+   */
+  cachedJobFor(allocation: Allocation): Job | undefined {
+    const namespace = namespaceOf(allocation);
+    if (allocation.Job) {
+      this.remember(allocation.Job, namespace);
+      return allocation.Job;
+    }
+    const own = (allocation as { JobVersion?: unknown }).JobVersion;
+    const deployment = allocation.DeploymentID ? this.deployments.get(allocation.DeploymentID) : undefined;
+    const version = typeof own === 'number' ? own : deployment !== undefined && 'version' in deployment ? deployment.version : undefined;
+    if (version === undefined) return undefined;
+    const entry = this.entries.get(key(namespace, allocation.JobID, version));
+    return entry !== undefined && 'job' in entry ? this.cached(key(namespace, allocation.JobID, version)) : undefined;
+  }
+
   private async versionOf(allocation: Allocation, namespace: string): Promise<number | undefined> {
     const own = (allocation as { JobVersion?: unknown }).JobVersion;
     if (typeof own === 'number') return own;

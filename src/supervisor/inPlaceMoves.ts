@@ -32,11 +32,17 @@ export class InPlaceMoves {
    * late, never early).
    */
   async movedBy(allocation: Allocation): Promise<MovingUpdate | undefined> {
-    const { DeploymentID: deploymentId, CreateIndex: created, AllocModifyIndex: rewritten } = allocation;
-    if (!deploymentId || created === undefined || rewritten === undefined || rewritten <= created) return undefined;
+    if (!this.mayHaveMoved(allocation)) return undefined;
+    const deploymentId = allocation.DeploymentID as string;
     const deployment = await this.read(deploymentId, allocation.Namespace).catch(() => undefined);
-    if (deployment === undefined || !(deployment.CreateIndex > created)) return undefined;
+    if (deployment === undefined || !(deployment.CreateIndex > (allocation.CreateIndex as number))) return undefined;
     return { DeploymentID: deploymentId, ModifyTime: isNanoTime(deployment.CreateTime) ? deployment.CreateTime : allocation.ModifyTime };
+  }
+
+  /** Whether the server rewrote the allocation (in a deployment) since placing it: only then can it have been moved in place. */
+  mayHaveMoved(allocation: Allocation): boolean {
+    const { DeploymentID: deploymentId, CreateIndex: created, AllocModifyIndex: rewritten } = allocation;
+    return Boolean(deploymentId) && created !== undefined && rewritten !== undefined && rewritten > created;
   }
 
   private read(deploymentId: string, namespace: string | undefined): Promise<Deployment> {
