@@ -119,7 +119,7 @@ const server = createServer((req, res) => {
         if (line === undefined || listening === undefined) return;
         writes.push(process.hrtime.bigint().toString());
         listening.write(line);
-      }, 1);
+      }, Number(url.searchParams.get('gap') ?? 1));
       return;
     }
     case 'GET /bench/writes':

@@ -15,9 +15,10 @@
  *   settle window and the freshness read never run; timers have their own figure below. Wall time,
  *   and CPU time of the reading process (its every thread: GC helpers included).
  * - Latency: N allocations running (Warden: the heap per supervised allocation, after two full
- *   collections), then `--samples` single-allocation failures, one line at a time: from the server
- *   writing the line (process.hrtime: the same monotonic clock in both processes) to the line
- *   parsed (floor) or its verdict (Warden); p50 / p99 / max.
+ *   collections), then single-allocation failures, one line at a time, `--samples` measured after as
+ *   many unmeasured (the JIT recompiles for them first: the steady state): from the server writing
+ *   the line (process.hrtime: the same monotonic clock in both processes) to the line parsed (floor)
+ *   or its verdict (Warden); p50 / p99 / max.
  * - Timers (N = the largest): every allocation running and healthy through its min_healthy_time
  *   timer (10 s), or never started and unhealthy at its 5-minute healthy_deadline, on a
  *   VirtualClock: the inputs decoded up front by Warden's own decoder and handed to a Supervisor, then
@@ -43,7 +44,7 @@ const TARGETS = { throughputVsFloor: 0.6, cpuVsFloor: 1.7, latencyP50VsFloor: 1.
 const here = import.meta.dirname;
 
 async function startServer(allocations: number): Promise<{ address: string; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'supervisor-server.ts'), String(allocations), String(BATCH), String(SAMPLES)], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'supervisor-server.ts'), String(allocations), String(BATCH), String(2 * SAMPLES)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const first = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next();

@@ -1,4 +1,4 @@
-import { combineLatest, concatMap, distinctUntilChanged, from, map, merge, tap, type Observable } from 'rxjs';
+import { Observable, combineLatest, concatMap, distinctUntilChanged, map, merge, tap } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import type { BackoffOptions } from '../nomad/backoff.js';
 import type { NomadClient } from '../nomad/client.js';
@@ -60,11 +60,37 @@ function skippedInput(skipped: BatchSkips, resync: boolean): SupervisorInput {
   return { kind: 'problem', problem: 'bad-payload', message, index: skipped.index };
 }
 
+const topicOrder = (event: NomadEvent): number => TOPIC_ORDER[event.Topic] ?? 4;
+
+/** The events of a batch in the order the supervisor takes them (most batches are in it already). */
+function ordered(events: readonly NomadEvent[]): readonly NomadEvent[] {
+  for (let i = 1; i < events.length; i++) {
+    if (topicOrder(events[i - 1] as NomadEvent) > topicOrder(events[i] as NomadEvent)) return [...events].sort((a, b) => topicOrder(a) - topicOrder(b));
+  }
+  return events;
+}
+
 /** The supervisor's inputs of one batch of the event stream, in the order it takes them. */
 export function batchInputs(batch: EventBatch): SupervisorInput[] {
-  const events = [...batch.events].sort((a, b) => (TOPIC_ORDER[a.Topic] ?? 4) - (TOPIC_ORDER[b.Topic] ?? 4));
-  const inputs = events.map((event) => toInput(event, batch.index, batch.resync)).filter((input): input is SupervisorInput => input !== undefined);
-  return batch.skipped === undefined ? inputs : [skippedInput(batch.skipped, batch.resync), ...inputs];
+  const inputs: SupervisorInput[] = batch.skipped === undefined ? [] : [skippedInput(batch.skipped, batch.resync)];
+  for (const event of ordered(batch.events)) {
+    const input = toInput(event, batch.index, batch.resync);
+    if (input !== undefined) inputs.push(input);
+  }
+  return inputs;
+}
+
+/** Each batch's inputs, one by one, as the batch comes (concatMap over a synchronous `from`, without an inner subscription per batch). */
+function inputsOf(batches: Observable<EventBatch>): Observable<SupervisorInput> {
+  return new Observable<SupervisorInput>((subscriber) =>
+    batches.subscribe({
+      next: (batch) => {
+        for (const input of batchInputs(batch)) subscriber.next(input);
+      },
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => subscriber.complete(),
+    }),
+  );
 }
 
 /** All streams streaming → streaming; otherwise the state of the first that is not. */
@@ -130,13 +156,13 @@ export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Cl
   const streams = namespaces.map((namespace) => {
     const stream = nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true, ...(backoff ? { backoff } : {}) });
     return {
-      batches: stream.batches.pipe(tap((batch) => monitor.batch?.(batch, namespace))),
-      state: stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),
+      batches: monitor.batch === undefined ? stream.batches : stream.batches.pipe(tap((batch) => monitor.batch?.(batch, namespace))),
+      state: monitor.state === undefined ? stream.state : stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),
     };
   });
-  const batches = merge(...streams.map((stream) => stream.batches)).pipe(concatMap((batch) => from(batchInputs(batch))));
-  const states = combineLatest(streams.map((stream) => stream.state)).pipe(
-    map(combinedState),
+  const batches = inputsOf(streams.length === 1 ? (streams[0] as (typeof streams)[number]).batches : merge(...streams.map((stream) => stream.batches)));
+  // A state comes with every frame (its index moves): one stream's go straight to the comparison.
+  const states = (streams.length === 1 ? (streams[0] as (typeof streams)[number]).state : combineLatest(streams.map((stream) => stream.state)).pipe(map(combinedState))).pipe(
     distinctUntilChanged((a, b) => a.status === b.status && a.failures === b.failures),
     concatMap((state) => [refusalInput(state), connectionInput(state, clock)]),
   );
