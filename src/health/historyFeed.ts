@@ -6,6 +6,7 @@
 import type { AllocationView, HealthPolicy, HealthUndetermined } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, TaskGroup } from '../nomad/types.js';
 import { allocationHistory, viewAt, type Undetermined } from './allocationHistory.js';
+import { lifecycleOf } from './allocationView.js';
 import type { HealthHistory, HealthRegistry, HealthStart } from './registry.js';
 
 /** What Nomad's client sees before it reports anything: nothing runs. */
@@ -30,6 +31,8 @@ export type OpeningResult =
  * then (health_hook.go Update), so judging starts there with the tasks as they stood.
  */
 export function openingHistory(allocation: Allocation, group: TaskGroup, policy: HealthPolicy, rewatchedFrom?: number): OpeningResult {
+  // Placed and not reported yet (most first sights): no history to rebuild.
+  if (rewatchedFrom === undefined && !reportedByClient(allocation)) return { kind: 'unreported', problems: lifecycleProblems(group) };
   const full = allocationHistory(allocation, group, {
     minHealthyTimeMs: policy.minHealthyTimeMs,
     ...(rewatchedFrom === undefined ? {} : { judgedFrom: rewatchedFrom }),
@@ -51,6 +54,19 @@ export function openingHistory(allocation: Allocation, group: TaskGroup, policy:
     history: { views: full.views, asOf: full.asOf, pendingStop: full.pendingStop },
     problems,
   };
+}
+
+/** Whether the allocation's client has reported anything of it (a task state, or a status of its own). */
+function reportedByClient(allocation: Allocation): boolean {
+  for (const _ in allocation.TaskStates ?? {}) return true;
+  return typeof allocation.ClientStatus === 'string' && allocation.ClientStatus !== 'pending';
+}
+
+/** What reading the group's tasks' lifecycles reports (an unknown hook), as a rebuilt history would. */
+function lifecycleProblems(group: TaskGroup): string[] {
+  const problems: string[] = [];
+  for (const spec of Array.isArray(group.Tasks) ? group.Tasks : []) lifecycleOf(spec.Name, spec.Lifecycle, problems);
+  return problems;
 }
 
 /** A later sight: what happened after `base`, the view last fed and its time. */

@@ -187,9 +187,12 @@ export class HealthRegistry {
 
   /** Forgets an allocation and what it waited for. */
   drop(allocationId: string): boolean {
-    if (!this.entries.delete(allocationId)) return false;
+    const entry = this.entries.get(allocationId);
+    if (entry === undefined) return false;
+    this.entries.delete(allocationId);
     this.snapshots.delete(allocationId);
-    this.horizon.release(allocationId);
+    // A decided machine let go of its horizon when it decided.
+    if (entry.status === 'active') this.horizon.release(allocationId);
     this.inspection?.stopped(allocationId);
     return true;
   }
@@ -253,6 +256,7 @@ export class HealthRegistry {
 
   /** Lets time pass as far as the data and the horizon know, then asks the horizon for the rest. */
   private advance(allocationId: string, entry: Entry): void {
+    if (entry.status !== 'active') return;
     const upTo = Math.max(entry.known, this.horizon.knownUpTo(allocationId));
     this.pass(allocationId, entry, upTo, true);
     const next = this.nextDue(entry);

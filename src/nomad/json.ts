@@ -199,7 +199,8 @@ const QUOTED_SOURCE = /,? ?(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
 
 function parseJson(text: string): unknown {
   try {
-    return JSON.parse(text);
+    const value: unknown = JSON.parse(text);
+    return value;
   } catch (error) {
     throw new NomadDecodeError(`malformed JSON: ${errorMessage(error).replace(QUOTED_SOURCE, ' (not valid JSON)')}`, text);
   }

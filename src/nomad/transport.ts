@@ -244,13 +244,42 @@ export class NomadTransport {
   }
 }
 
-/** Iterates `source`, calling `done` when iteration ends for any reason. */
-async function* untilDone(source: AsyncIterable<Uint8Array>, done: () => void): AsyncIterable<Uint8Array> {
-  try {
-    yield* source;
-  } finally {
-    done();
-  }
+/**
+ * `source` as it is, calling `done` once when it ends, fails or is left. Not an async generator: its
+ * `yield*` adds promise hops to every chunk of a stream that is read for hours.
+ */
+function untilDone(source: AsyncIterable<Uint8Array>, done: () => void): AsyncIterable<Uint8Array> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+      const chunks = source[Symbol.asyncIterator]();
+      let finished = false;
+      const finish = (): void => {
+        if (finished) return;
+        finished = true;
+        done();
+      };
+      return {
+        next: () =>
+          chunks.next().then(
+            (result) => {
+              if (result.done === true) finish();
+              return result;
+            },
+            (error: unknown) => {
+              finish();
+              throw error;
+            },
+          ),
+        return: async (value?: unknown) => {
+          try {
+            return (await chunks.return?.(value)) ?? { done: true, value: undefined };
+          } finally {
+            finish();
+          }
+        },
+      };
+    },
+  };
 }
 
 /** Nomad's error messages are short: read at most this much of an error body, whatever is sent. */
