@@ -99,9 +99,9 @@ export function judgeSight(
   const id = options.id ?? allocation.ID;
   const base = registry.lastView(id);
   if (base !== undefined) {
-    const { problems, ...history } = followingHistory(allocation, group, base);
+    const history = allocationHistory(allocation, group, { base });
     registry.observe(id, history);
-    return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > base.at ? history.asOf : null, problems };
+    return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > base.at ? history.asOf : null, problems: history.problems };
   }
   const opening = openingHistory(allocation, group, policy, options.rewatchedFrom);
   if (opening.kind === 'unreported') return opening;

@@ -54,7 +54,9 @@ export class UnsupportedMachineError extends Error {
 
 type Context = Record<string, unknown>;
 type Event = { readonly type: string };
-type Guard = (context: Context, event: Event) => boolean;
+/** What guards and assigns are given: `{ context, event }`, as XState gives them (one object serves every guard of a step). */
+type Args = { readonly context: Context; readonly event: Event };
+type Guard = (args: Args) => boolean;
 type Assignment = (context: Context, event: Event) => Context;
 
 interface CompiledTransition {
@@ -108,10 +110,10 @@ function compileGuard(machine: AnyStateMachine, guard: unknown, where: string): 
   if (typeof resolved !== 'function') throw new UnsupportedMachineError(`${where}: guard ${JSON.stringify(guard)} is not a named or inline guard function`);
   if ('check' in resolved) {
     const builtin = resolved as unknown as BuiltinGuard;
-    return (context, event) => builtin.check(scope, { context, event }, resolved);
+    return (args) => builtin.check(scope, args, resolved);
   }
-  const expression = resolved as (args: { context: Context; event: Event }, params: undefined) => boolean;
-  return (context, event) => expression({ context, event }, undefined);
+  const expression = resolved as (args: Args, params: undefined) => boolean;
+  return (args) => expression(args, undefined);
 }
 
 function compileAction(machine: AnyStateMachine, action: unknown, where: string): Assignment {
@@ -197,8 +199,9 @@ export class FlatMachineStepper<TValue extends string, TContext, TEvent extends 
     const candidates = this.states.get(state.value)?.on.get(event.type);
     if (candidates === undefined) return false;
     const before = state.context as Context;
+    const args: Args = { context: before, event };
     for (const candidate of candidates) {
-      if (candidate.guard !== undefined && !candidate.guard(before, event)) continue;
+      if (candidate.guard !== undefined && !candidate.guard(args)) continue;
       let context = before;
       for (const assign of candidate.assignments) context = assign(context, event);
       const value = (candidate.target ?? state.value) as TValue;

@@ -402,7 +402,7 @@ export class AllocationIntake {
     const admitted = this.admitted.get(change.allocationId);
     if (!admitted) return;
     if (change.type === 'transition') {
-      this.changeSubject.next({ alloc: admitted.ref, from: change.from, to: change.to, at: change.at });
+      if (this.changeSubject.observed) this.changeSubject.next({ alloc: admitted.ref, from: change.from, to: change.to, at: change.at });
       return;
     }
     this.admitted.delete(change.allocationId);

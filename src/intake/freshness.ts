@@ -149,6 +149,7 @@ export class FreshnessHorizon implements Horizon {
   noteDelivered(index: number): void {
     if (index <= this.delivered) return;
     this.delivered = index;
+    if (this.indexWaiters.size === 0) return;
     for (const waiter of [...this.indexWaiters]) {
       if (waiter.index > index) continue;
       this.indexWaiters.delete(waiter);

@@ -117,6 +117,41 @@ const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
 /** Skips remembered so that a batch Nomad sends again (after a reconnect, twice) is reported once. */
 const REMEMBERED_SKIPS = 256;
 
+/**
+ * Calls `onIdle` once nothing has arrived for `idleMs`. One timer per quiet stretch, not one per
+ * chunk: a chunk only notes the time, and the timer, when it fires early, waits out the rest.
+ */
+class IdleWatch {
+  private timer: unknown;
+  private lastActivity = 0;
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly idleMs: number,
+    private readonly onIdle: () => void,
+  ) {}
+
+  /** Something arrived (or waiting begins): the silence counts from now. */
+  touch(): void {
+    this.lastActivity = this.clock.now();
+    if (this.timer === undefined) this.wait(this.idleMs);
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private wait(ms: number): void {
+    this.timer = this.clock.setTimeout(() => {
+      this.timer = undefined;
+      const quiet = this.clock.now() - this.lastActivity;
+      if (quiet >= this.idleMs) this.onIdle();
+      else this.wait(this.idleMs - quiet);
+    }, ms);
+  }
+}
+
 /** The per-stream memory that survives reconnects: what was delivered. */
 class StreamSession {
   lastIndex = 0;
@@ -191,36 +226,26 @@ class StreamSession {
     const index = this.lastIndex > 0 ? this.lastIndex : this.startIndex;
     const request = { topics: this.options.topics, index, signal: connection.signal, gzip: this.options.gzip ?? false };
     const idleMs = this.options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-    let idle: unknown;
-    const disarmIdle = (): void => {
-      if (idle !== undefined) this.clock.clearTimeout(idle);
-      idle = undefined;
-    };
-    const armIdle = (): void => {
-      disarmIdle();
-      idle = this.clock.setTimeout(() => {
-        connection.abort(new NomadStreamError('idle', `event stream silent for ${idleMs} ms`));
-      }, idleMs);
-    };
+    const idle = new IdleWatch(this.clock, idleMs, () => connection.abort(new NomadStreamError('idle', `event stream silent for ${idleMs} ms`)));
     try {
-      armIdle();
+      idle.touch();
       const response = await this.client.openEventStream(
         this.options.namespace === undefined ? request : { ...request, namespace: this.options.namespace },
       );
       if (this.needsResync) {
         // The body waits unread while we list: silence now is ours, not the server's.
-        disarmIdle();
+        idle.stop();
         this.setStatus('resyncing');
         const batch = await this.resync(connection.signal);
         this.needsResync = false;
         if (batch !== undefined) deliver(batch);
       }
       this.setStatus('streaming');
-      armIdle();
+      idle.touch();
       const decoder = new NdjsonDecoder();
       let received = false;
       for await (const chunk of response.body) {
-        armIdle();
+        idle.touch();
         if (!received && chunk.length > 0) {
           received = true;
           this.emptyCloses = 0;
@@ -229,13 +254,13 @@ class StreamSession {
         if (this.relistDue) {
           // What a skipped batch carried is recovered by a listing, on this connection; the body
           // waits unread meanwhile. A failure here fails the connection, whose reconnect lists anyway.
-          disarmIdle();
+          idle.stop();
           this.relistDue = false;
           this.setStatus('resyncing');
           const batch = await this.resync(connection.signal);
           if (batch !== undefined) deliver(batch);
           this.setStatus('streaming');
-          armIdle();
+          idle.touch();
         }
       }
       if (!received) throw emptyClose(++this.emptyCloses);
@@ -245,7 +270,7 @@ class StreamSession {
       const reason: unknown = connection.signal.reason;
       throw reason instanceof NomadStreamError ? reason : error;
     } finally {
-      disarmIdle();
+      idle.stop();
     }
   }
 

@@ -25,7 +25,7 @@ function toInput(event: NomadEvent, index: number, resync: boolean): SupervisorI
     if (typeof allocation.JobID !== 'string' || typeof allocation.TaskGroup !== 'string') {
       return { kind: 'problem', problem: 'bad-payload', message: `allocation ${allocation.ID} without JobID or TaskGroup skipped`, index };
     }
-    return { kind: 'allocation', allocation, index, ...(resync ? { resync: true as const } : {}) };
+    return resync ? { kind: 'allocation', allocation, index, resync: true } : { kind: 'allocation', allocation, index };
   }
   if (isEvaluationEvent(event)) return { kind: 'evaluation', evaluation: event.Payload.Evaluation, index };
   if (isDeploymentEvent(event)) return { kind: 'deployment', deployment: event.Payload.Deployment, index };
