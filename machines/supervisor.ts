@@ -110,9 +110,14 @@ export const supervisorMachine = setup({
       });
       enqueue.assign({ evaluations: [...context.evaluations, event.evalId] });
     }),
-    // Each evaluation child keeps only the updates of the evaluation it follows.
-    forwardToEvaluations: enqueueActions(({ context, event, enqueue }) => {
-      for (const id of context.evaluations) enqueue.sendTo(evaluationActorId(id), event);
+    // Only to the children following this evaluation (each follows one at a time, the next of a
+    // chain after the first): sent to every child, each update cost a step of each of them.
+    forwardToEvaluations: enqueueActions(({ context, event, enqueue, system }) => {
+      if (event.type !== 'EVALUATION.UPDATED') return;
+      for (const id of context.evaluations) {
+        const followed = (system.get(evaluationActorId(id))?.getSnapshot() as { context?: { evalId?: string } } | undefined)?.context?.evalId;
+        if (followed === event.evaluation.ID) enqueue.sendTo(evaluationActorId(id), event);
+      }
     }),
     tellEvaluations: enqueueActions(({ context, enqueue }, params: { type: 'STREAM.UP' | 'STREAM.DOWN' }) => {
       for (const id of context.evaluations) enqueue.sendTo(evaluationActorId(id), params);
