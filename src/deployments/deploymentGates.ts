@@ -61,6 +61,8 @@ export function noDeploymentReason(job: Job): string | undefined {
 export class DeploymentGates {
   private readonly waiters = new Set<Waiter>();
   private stopped = false;
+  /** Whether the waiters' results are to be checked at the end of the current step (many verdicts, one check). */
+  private checkDue = false;
 
   constructor(private readonly options: DeploymentGatesOptions) {}
 
@@ -126,13 +128,27 @@ export class DeploymentGates {
     this.waiters.clear();
   }
 
+  /**
+   * Feeds every waiter's watch, then checks their results once the current step is over: a freshness
+   * round decides thousands of allocations in one step, and each check of an ended deployment counts
+   * its allocations still being judged.
+   */
   private settle(feed: (watch: DeploymentWatch) => void): void {
-    const caughtUp = this.options.caughtUp();
+    if (this.waiters.size === 0) return;
+    for (const waiter of this.waiters) feed(waiter.watch);
+    if (this.checkDue) return;
+    this.checkDue = true;
+    queueMicrotask(() => {
+      this.checkDue = false;
+      this.check();
+    });
+  }
+
+  private check(): void {
+    if (this.stopped || !this.options.caughtUp()) return;
     for (const waiter of this.waiters) {
-      feed(waiter.watch);
-      if (!caughtUp) continue;
       const { deploymentId } = waiter.watch;
-      const result = deploymentId === undefined ? undefined : waiter.watch.result(this.options.undecided(deploymentId));
+      const result = deploymentId === undefined ? undefined : waiter.watch.result(() => this.options.undecided(deploymentId));
       if (!result) continue;
       this.waiters.delete(waiter);
       waiter.resolve(result);

@@ -165,11 +165,12 @@ export class DeploymentWatch {
    * The result, once the deployment has ended and Warden has judged its allocations (`undecided`:
    * how many of them it still judges).
    */
-  result(undecided: number): DeploymentResult | undefined {
+  result(undecided: number | (() => number)): DeploymentResult | undefined {
     const { ending, deployment } = this;
     if (ending === undefined || deployment === undefined) return undefined;
     const gateOwn = ending.kind === 'failed' && (ending.rule === 'fail-fast' || ending.rule === 'placement');
-    if (undecided > 0 && !gateOwn) return undefined;
+    // Given as a function, counted only once the deployment has ended (counting looks at every allocation being judged).
+    if (!gateOwn && (typeof undecided === 'number' ? undecided : undecided()) > 0) return undefined;
     const unjudged = [...this.unjudged.values()]
       .filter((alloc) => alloc.deploymentId === deployment.ID)
       .map(({ deploymentId: _d, ...alloc }) => alloc)

@@ -1,10 +1,13 @@
 /**
  * DeploymentWatch alone: Nomad's deployment decides how it ended (its status, and its task groups'
  * counts for canaries awaiting promotion); Warden's verdicts give the reasons; the result waits
- * until Warden has judged the deployment's allocations; fail-fast is the gate's own choice.
+ * until Warden has judged the deployment's allocations; fail-fast is the gate's own choice. The
+ * gates count the allocations still being judged only when it can matter.
  */
-import type { Deployment, DeploymentState } from '../../src/nomad/types.js';
+import type { Deployment, DeploymentState, Job } from '../../src/nomad/types.js';
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
+import { DeploymentGates } from '../../src/deployments/deploymentGates.js';
+import { silentLogger } from '../../src/supervisor/logger.js';
 
 function group(fields: Partial<DeploymentState> = {}): DeploymentState {
   return {
@@ -141,5 +144,41 @@ describe('DeploymentWatch', () => {
     watch.onUnjudged('other', 'd0', 'web.app[0]', 'group app sets health manually');
     watch.onDeployment(deployment(30, 'failed', 'Failed due to progress deadline'));
     expect(watch.result(0)).toMatchObject({ unjudged: [{ allocId: 'm1', name: 'web.app[0]', reason: 'group app sets health manually' }] });
+  });
+});
+
+describe('DeploymentGates', () => {
+  test('the allocations still being judged are counted only once the deployment has ended, once per step however many verdicts come', async () => {
+    let counted = 0;
+    let undecided = 1_000;
+    const gates = new DeploymentGates({
+      nomad: {
+        getJob: async () => ({ body: { ID: 'web', Version: 0 } as Job, meta: { lastIndex: 1, knownLeader: true, lastContactMs: 0 } }),
+        getJobVersion: async () => undefined,
+        query: async () => ({ body: null, meta: { lastIndex: 1, knownLeader: true, lastContactMs: 0 } }) as never,
+      },
+      logger: silentLogger,
+      verdicts: () => [],
+      unjudged: () => [],
+      undecided: () => {
+        counted++;
+        return undecided;
+      },
+      caughtUp: () => true,
+    });
+    const ref = (i: number) => ({ allocId: `a${i}`, name: `web.app[${i}]`, namespace: 'default', jobId: 'web', taskGroup: 'app', deploymentId: 'd1' });
+    const result = gates.wait('web', 'default', {});
+    await new Promise((resolve) => setImmediate(resolve));
+    gates.onDeployment(deployment(12, 'running', 'Deployment is running'));
+    for (let i = 0; i < 1_000; i++) gates.onVerdict({ alloc: ref(i), outcome: healthy(2_000 + i) });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(counted).toBe(0);
+    gates.onDeployment(deployment(20, 'successful', 'Deployment completed successfully'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(counted).toBe(1);
+    undecided = 0;
+    for (let i = 1_000; i < 1_002; i++) gates.onVerdict({ alloc: ref(i), outcome: healthy(4_000) });
+    await expect(result).resolves.toMatchObject({ ok: true, deploymentId: 'd1', healthy: expect.arrayContaining(['a0', 'a1001']) });
+    expect(counted).toBe(2);
   });
 });
