@@ -5,6 +5,7 @@
  */
 import { NomadApiError } from './errors.js';
 import type { JsonObject } from './jobSpec.js';
+import { jsonEqual } from './objects.js';
 
 export interface JobRecord {
   versions: Map<number, JsonObject>;
@@ -34,8 +35,12 @@ export function jobAt(record: JobRecord, index: number): JsonObject | undefined 
 const VOLATILE = new Set(['Status', 'StatusDescription', 'Stable', 'Version', 'SubmitTime', 'CreateIndex', 'ModifyIndex', 'JobModifyIndex', 'Stop']);
 
 export function specChanged(previous: JsonObject, next: JsonObject): boolean {
-  const spec = (job: JsonObject): string => JSON.stringify(Object.entries(job).filter(([k]) => !VOLATILE.has(k)), (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
-  return spec(previous) !== spec(next);
+  const spec = (job: JsonObject): JsonObject => {
+    const fields: JsonObject = {};
+    for (const key in job) if (!VOLATILE.has(key)) fields[key] = job[key];
+    return fields;
+  };
+  return !jsonEqual(spec(previous), spec(next));
 }
 
 /** EnforceIndex check of Job.Register (nomad/job_endpoint.go), Nomad's 1.1.2 texts. */

@@ -14,7 +14,7 @@ import { nanosFromMillis, rfc3339Nano } from './goText.js';
 import type { SeededRandom } from './ids.js';
 import { canonicalizeJob, checkJobTypes, validateJob, type JsonObject } from './jobSpec.js';
 import {
-  DEPLOYMENT_DESCRIPTIONS, MAX_TASK_EVENTS, allocMetric, allocatedResources, clientStatusOf, omitEmpty, resourcesOf, taskEvent, taskState,
+  DEPLOYMENT_DESCRIPTIONS, MAX_TASK_EVENTS, allocMetric, cloneJson, allocatedResources, clientStatusOf, omitEmpty, resourcesOf, taskEvent, taskState,
   type TaskEventInput,
 } from './objects.js';
 import { exited, killed, notRestarting, received, restarting, started, type TaskUpdate } from './taskEvents.js';
@@ -129,7 +129,7 @@ export class ClusterState extends ClusterStore {
     if (!groups.some((candidate) => candidate.Name === group)) {
       throw new NomadApiError(400, `task group ${JSON.stringify(group)} specified for scaling does not exist in job`);
     }
-    const active = [...this.deployments.values()].some((d) => d.JobID === id && d.Namespace === namespace && (d.Status === 'running' || d.Status === 'paused'));
+    const active = this.deployments.ofJob(namespace, id).some((d) => d.Status === 'running' || d.Status === 'paused');
     if (active) throw new NomadApiError(400, 'job scaling blocked due to active deployment');
     const scaled = { ...job, TaskGroups: groups.map((candidate) => (candidate.Name === group ? { ...candidate, Count: count } : candidate)) };
     return this.registerJob(scaled, { namespace, triggeredBy: 'job-scaling' });
@@ -137,7 +137,7 @@ export class ClusterState extends ClusterStore {
 
   /** A registered job's status: running while it has live allocations, else pending on its new evaluation. */
   private registeredStatus(job: JsonObject): string {
-    const allocs = [...this.allocs.values()].filter((a) => a.JobID === job.ID && a.Namespace === job.Namespace);
+    const allocs = this.allocs.ofJob(String(job.Namespace), String(job.ID));
     return jobStatus({ ...job, Stop: false }, allocs, [{ Status: 'pending' }]);
   }
 
@@ -164,7 +164,7 @@ export class ClusterState extends ClusterStore {
       }
       return this.newEvaluation(record.current, 'job-deregister', 'JobDeregistered');
     });
-    const running = [...this.deployments.values()].filter((d) => d.JobID === id && d.Namespace === namespace && d.Status === 'running');
+    const running = this.deployments.ofJob(namespace, id).filter((d) => d.Status === 'running');
     const live = this.liveAllocations(id, namespace);
     // A plan that changes nothing is not applied, so it publishes nothing.
     if (running.length > 0 || live.length > 0) {
@@ -181,8 +181,8 @@ export class ClusterState extends ClusterStore {
     }
     this.batch(() => {
       // The blocked evaluation waiting for capacity is cancelled, in Nomad's odd words.
-      for (const blocked of this.evals.values()) {
-        if (blocked.JobID === id && blocked.Namespace === namespace && blocked.Status === 'blocked') {
+      for (const blocked of this.evals.ofJob(namespace, id)) {
+        if (blocked.Status === 'blocked') {
           this.patchEvaluation(blocked, { Status: 'canceled', StatusDescription: `evaluation "${String(evaluation.ID)}" successful` });
         }
       }
@@ -192,9 +192,7 @@ export class ClusterState extends ClusterStore {
   }
 
   private liveAllocations(jobId: string, namespace: string): JsonObject[] {
-    return [...this.allocs.values()].filter(
-      (a) => a.JobID === jobId && a.Namespace === namespace && a.DesiredStatus === 'run' && !isClientTerminal(a),
-    );
+    return this.allocs.ofJob(namespace, jobId).filter((a) => a.DesiredStatus === 'run' && !isClientTerminal(a));
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -222,7 +220,7 @@ export class ClusterState extends ClusterStore {
     return this.schedule(jobId, options, ({ namespace, job, group, evaluation, deployment }) => {
       const live = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version === job.Version);
       const count = options.count ?? Math.max(0, Number(group.Count) - live.length);
-      const used = new Set([...this.allocs.values()].filter((a) => a.JobID === jobId && a.DesiredStatus === 'run').map((a) => a.Name));
+      const used = new Set(this.allocs.ofJob(namespace, jobId).filter((a) => a.DesiredStatus === 'run').map((a) => a.Name));
       const allocs: JsonObject[] = [];
       for (let slot = 0; allocs.length < count; slot++) {
         const name = `${jobId}.${String(group.Name)}[${slot}]`;
@@ -308,14 +306,14 @@ export class ClusterState extends ClusterStore {
       if (evaluation === undefined) throw new NomadApiError(404, 'eval not found');
       return evaluation;
     }
-    const pending = [...this.evals.values()].filter((e) => e.JobID === job.ID && e.Namespace === job.Namespace && e.Status === 'pending').sort(byCreateIndex);
+    const pending = this.evals.ofJob(String(job.Namespace), String(job.ID)).filter((e) => e.Status === 'pending').sort(byCreateIndex);
     return pending[pending.length - 1] ?? this.newEvaluation(job, 'job-register', 'PlanResult');
   }
 
   /** The running deployment of this job version, created on first placement (service jobs with an update block). */
   private deploymentFor(job: JsonObject, group: JsonObject): JsonObject | undefined {
     if (job.Type !== 'service' || group.Update === null) return undefined;
-    const found = [...this.deployments.values()].find((d) => d.JobID === job.ID && d.Namespace === job.Namespace && d.JobVersion === job.Version && d.Status === 'running');
+    const found = this.deployments.ofJob(String(job.Namespace), String(job.ID)).find((d) => d.JobVersion === job.Version && d.Status === 'running');
     if (found) return found;
     const index = this.touch('deployment');
     const groups = Object.fromEntries(
@@ -417,7 +415,7 @@ export class ClusterState extends ClusterStore {
   updateTasks(allocId: string, updates: Record<string, TaskUpdate>): Allocation {
     const alloc = this.requireAlloc(allocId);
     this.batch(() => {
-      const states: Record<string, JsonObject> = structuredClone((alloc.TaskStates as Record<string, JsonObject> | null) ?? {});
+      const states: Record<string, JsonObject> = cloneJson((alloc.TaskStates as Record<string, JsonObject> | null) ?? {});
       for (const task of this.tasksOf(alloc)) states[String(task.Name)] ??= taskState();
       const now = this.clock.now();
       for (const [name, update] of Object.entries(updates)) {
@@ -541,8 +539,10 @@ export class ClusterState extends ClusterStore {
 
   /** Job status as Nomad derives it from allocations and evaluations (state_store getJobStatus). */
   private refreshJobStatus(job: JsonObject, type: string): void {
-    const ofJob = (o: JsonObject): boolean => o.JobID === job.ID && o.Namespace === job.Namespace;
-    const status = jobStatus(job, [...this.allocs.values()].filter(ofJob), [...this.evals.values()].filter(ofJob));
+    const namespace = String(job.Namespace);
+    const id = String(job.ID);
+    const allocs = this.allocs.ofJob(namespace, id);
+    const status = jobStatus(job, allocs, this.evals.ofJob(namespace, id));
     if (status === job.Status) return;
     const record = this.jobs.get(jobKey(String(job.Namespace), String(job.ID)));
     if (!record) return;
@@ -550,7 +550,7 @@ export class ClusterState extends ClusterStore {
     const updated: JsonObject = { ...record.current, Status: status, ModifyIndex: index };
     record.current = updated;
     record.versions.set(Number(updated.Version), updated);
-    for (const [id, allocJob] of this.allocJobs) if (allocJob.ID === updated.ID && allocJob.Version === updated.Version) this.allocJobs.set(id, updated);
+    for (const alloc of allocs) if (this.allocJobs.get(String(alloc.ID))?.Version === updated.Version) this.allocJobs.set(String(alloc.ID), updated);
     this.publish('Job', type, updated);
   }
 

@@ -10,8 +10,9 @@ import type { EventBroker, StreamEvent } from './eventBroker.js';
 import { NomadApiError } from './errors.js';
 import { nanosFromMillis } from './goText.js';
 import type { JsonObject } from './jobSpec.js';
-import { allocStub, jobStub, omitEmpty } from './objects.js';
+import { allocStub, cloneJson, jobStub, omitEmpty } from './objects.js';
 import { byCreateIndex, jobAt, jobSummary, matchesNamespace, type JobRecord } from './clusterRules.js';
+import { jobKey, ObjectTable } from './objectTable.js';
 
 export type Table = 'jobs' | 'job_version' | 'job_summary' | 'allocs' | 'evals' | 'deployment';
 
@@ -21,17 +22,27 @@ interface PendingWrite {
   batches: StreamEvent[][];
 }
 
-export const jobKey = (namespace: string, id: string): string => `${namespace}\u0000${id}`;
+export { jobKey };
+
+/**
+ * What an event carries of an object, as it is now and for good. Jobs are never changed in place
+ * (every change stores a new object); allocations and evaluations change only field by field at the
+ * top level, so the copy omitEmpty makes is enough; deployments' group states change in place.
+ */
+function payloadOf(topic: string, object: JsonObject): JsonObject {
+  if (topic === 'Allocation' || topic === 'Evaluation') return omitEmpty(object);
+  return topic === 'Job' ? object : cloneJson(object);
+}
 
 export class ClusterStore {
   private lastIndex: number;
   private readonly tableIndexes = new Map<Table, number>();
   protected readonly jobs = new Map<string, JobRecord>();
-  protected readonly allocs = new Map<string, JsonObject>();
+  protected readonly allocs = new ObjectTable();
   /** The job version each allocation runs (Allocation events do not carry it). */
   protected readonly allocJobs = new Map<string, JsonObject>();
-  protected readonly evals = new Map<string, JsonObject>();
-  protected readonly deployments = new Map<string, JsonObject>();
+  protected readonly evals = new ObjectTable();
+  protected readonly deployments = new ObjectTable();
   private readonly changeListeners = new Set<() => void>();
   private write: PendingWrite | undefined;
 
@@ -95,11 +106,10 @@ export class ClusterStore {
     const jobId = String(object.JobID ?? object.ID);
     const filterKeys =
       topic === 'Job' ? null : topic === 'Deployment' ? [jobId] : [jobId, String(object.DeploymentID ?? '')];
-    const payload = topic === 'Allocation' || topic === 'Evaluation' ? omitEmpty(object) : object;
     const existing = events.findIndex((e) => e.Topic === topic && e.Key === object.ID);
     const event: StreamEvent = {
       Topic: topic, Type: type, Key: String(object.ID), Namespace: String(object.Namespace ?? 'default'),
-      FilterKeys: filterKeys, Index: this.current.index, Payload: { [topic]: structuredClone(payload), ...extra },
+      FilterKeys: filterKeys, Index: this.current.index, Payload: { [topic]: payloadOf(topic, object), ...extra },
     };
     if (existing >= 0) events[existing] = event;
     else events.push(event);
@@ -119,7 +129,7 @@ export class ClusterStore {
   /** GET /v1/job/:id/summary: allocation counts per group. */
   jobSummary(id: string, namespace = 'default'): JsonObject | undefined {
     const record = this.jobs.get(jobKey(namespace, id));
-    return record && jobSummary(record.current, this.allocs.values(), record.summaryIndex);
+    return record && jobSummary(record.current, this.allocs.ofJob(namespace, id), record.summaryIndex);
   }
 
   listJobs(options: { namespace?: string; prefix?: string } = {}): JsonObject[] {
@@ -139,9 +149,7 @@ export class ClusterStore {
 
   /** Allocation stubs, optionally of one job. */
   listAllocations(options: { namespace?: string; prefix?: string; jobId?: string } = {}): JsonObject[] {
-    return [...this.allocs.values()]
-      .filter((a) => matchesNamespace(a, options.namespace) && String(a.ID).startsWith(options.prefix ?? ''))
-      .filter((a) => options.jobId === undefined || a.JobID === options.jobId)
+    return this.rows(this.allocs, options)
       .sort(byCreateIndex)
       .map((a) => allocStub(a, this.allocJobs.get(String(a.ID))));
   }
@@ -152,9 +160,7 @@ export class ClusterStore {
   }
 
   listEvaluations(options: { namespace?: string; prefix?: string; jobId?: string } = {}): Evaluation[] {
-    return [...this.evals.values()]
-      .filter((e) => matchesNamespace(e, options.namespace) && String(e.ID).startsWith(options.prefix ?? ''))
-      .filter((e) => options.jobId === undefined || e.JobID === options.jobId)
+    return this.rows(this.evals, options)
       .sort(byCreateIndex)
       .map((e) => omitEmpty(e) as Evaluation);
   }
@@ -164,10 +170,15 @@ export class ClusterStore {
   }
 
   listDeployments(options: { namespace?: string; prefix?: string; jobId?: string } = {}): Deployment[] {
-    return [...this.deployments.values()]
-      .filter((d) => matchesNamespace(d, options.namespace) && String(d.ID).startsWith(options.prefix ?? ''))
-      .filter((d) => options.jobId === undefined || d.JobID === options.jobId)
+    return this.rows(this.deployments, options)
       .sort((a, b) => Number(b.CreateIndex) - Number(a.CreateIndex)) as Deployment[];
+  }
+
+  /** A table's rows in the namespace ("*": every one) whose ID has the prefix, of one job when `jobId` is given (read from the job index). */
+  private rows(table: ObjectTable, options: { namespace?: string; prefix?: string; jobId?: string }): JsonObject[] {
+    const namespace = options.namespace ?? 'default';
+    const candidates = options.jobId === undefined ? [...table.values()] : namespace === '*' ? [...table.values()].filter((o) => o.JobID === options.jobId) : table.ofJob(namespace, options.jobId);
+    return candidates.filter((o) => matchesNamespace(o, options.namespace) && String(o.ID).startsWith(options.prefix ?? ''));
   }
 
   /**

@@ -102,17 +102,24 @@ function nulls(names: readonly string[]): JsonObject {
   return Object.fromEntries(names.map((name) => [name, null]));
 }
 
+// The defaults each level starts from (built once: a registration only overlays them).
+const TASK_DEFAULTS: JsonObject = {
+  ...nulls(['Affinities', 'Constraints', 'Meta', 'Artifacts', 'CSIPluginConfig', 'Config', 'DispatchPayload', 'Env', 'ScalingPolicies', 'Services', 'Templates', 'Vault', 'VolumeMounts']),
+  Driver: '', KillSignal: '', KillTimeout: 5 * SECOND, Kind: '', Leader: false, Lifecycle: null,
+  LogConfig: { MaxFileSizeMB: 10, MaxFiles: 10 }, Name: '', ShutdownDelay: 0, User: '',
+};
+const GROUP_DEFAULTS: JsonObject = { ...nulls([...NULL_FIELDS, 'Networks', 'Scaling', 'Services', 'ShutdownDelay', 'StopAfterClientDisconnect', 'Volumes']), Count: 1, Name: '' };
+const JOB_DEFAULTS: JsonObject = {
+  ...nulls([...NULL_FIELDS, 'Multiregion', 'ParameterizedJob', 'Payload', 'Periodic']),
+  AllAtOnce: false, ConsulNamespace: '', ConsulToken: '', Datacenters: null, Dispatched: false, Name: '',
+  NomadTokenID: '', ParentID: '', Priority: 50, Region: 'global', Stable: false, Status: 'pending',
+  StatusDescription: '', Stop: false, VaultNamespace: '', VaultToken: '', Version: 0,
+};
+
 function canonicalTask(input: JsonObject, restart: JsonObject): JsonObject {
   const lifecycle = input.Lifecycle as JsonObject | null | undefined;
   return {
-    ...overlay(
-      {
-        ...nulls(['Affinities', 'Constraints', 'Meta', 'Artifacts', 'CSIPluginConfig', 'Config', 'DispatchPayload', 'Env', 'ScalingPolicies', 'Services', 'Templates', 'Vault', 'VolumeMounts']),
-        Driver: '', KillSignal: '', KillTimeout: 5 * SECOND, Kind: '', Leader: false, Lifecycle: null,
-        LogConfig: { MaxFileSizeMB: 10, MaxFiles: 10 }, Name: '', ShutdownDelay: 0, User: '',
-      },
-      input,
-    ),
+    ...overlay(TASK_DEFAULTS, input),
     Lifecycle: lifecycle && lifecycle.Hook ? { Hook: lifecycle.Hook, Sidecar: lifecycle.Sidecar === true } : null,
     LogConfig: overlay({ MaxFileSizeMB: 10, MaxFiles: 10 }, input.LogConfig),
     Resources: overlay({ CPU: 100, Cores: 0, Devices: null, DiskMB: 0, IOPS: 0, MemoryMB: 300, MemoryMaxMB: 0, Networks: null }, input.Resources),
@@ -125,10 +132,7 @@ function canonicalGroup(input: JsonObject, job: { type: string; update: JsonObje
   const reschedule = RESCHEDULE[job.type] ?? null;
   const update = job.update === null ? null : overlay(job.update, input.Update);
   return {
-    ...overlay(
-      { ...nulls([...NULL_FIELDS, 'Networks', 'Scaling', 'Services', 'ShutdownDelay', 'StopAfterClientDisconnect', 'Volumes']), Count: 1, Name: '' },
-      input,
-    ),
+    ...overlay(GROUP_DEFAULTS, input),
     Consul: overlay({ Namespace: '' }, input.Consul),
     EphemeralDisk: overlay({ Migrate: false, SizeMB: 300, Sticky: false }, input.EphemeralDisk),
     Migrate: job.type === 'service' ? overlay(DEFAULT_MIGRATE, input.Migrate) : null,
@@ -150,15 +154,7 @@ export function canonicalizeJob(input: JsonObject, namespace: string): JsonObjec
       ? { AutoPromote: false, AutoRevert: false, Canary: 0, HealthCheck: '', HealthyDeadline: 0, MaxParallel: groupUpdate?.MaxParallel ?? 1, MinHealthyTime: 0, ProgressDeadline: 0, Stagger: groupUpdate?.Stagger ?? 30 * SECOND }
       : { AutoPromote: false, AutoRevert: false, Canary: 0, HealthCheck: '', HealthyDeadline: 0, MaxParallel: 0, MinHealthyTime: 0, ProgressDeadline: 0, Stagger: 0 };
   const id = input.ID as string;
-  const job = overlay(
-    {
-      ...nulls([...NULL_FIELDS, 'Multiregion', 'ParameterizedJob', 'Payload', 'Periodic']),
-      AllAtOnce: false, ConsulNamespace: '', ConsulToken: '', Datacenters: null, Dispatched: false, Name: id,
-      NomadTokenID: '', ParentID: '', Priority: 50, Region: 'global', Stable: false, Status: 'pending',
-      StatusDescription: '', Stop: false, VaultNamespace: '', VaultToken: '', Version: 0,
-    },
-    input,
-  );
+  const job = overlay({ ...JOB_DEFAULTS, Name: id }, input);
   delete job.Migrate;
   delete job.Reschedule;
   return {

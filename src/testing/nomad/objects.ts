@@ -8,16 +8,53 @@ import type { JsonObject } from './jobSpec.js';
 /** Nomad's codec drops zero top-level fields of Allocation and Evaluation (whole-struct omitempty). */
 export function omitEmpty(value: JsonObject): JsonObject {
   const result: JsonObject = {};
-  for (const [key, field] of Object.entries(value)) if (!isZero(field)) result[key] = field;
+  for (const key in value) if (!isZero(value[key])) result[key] = value[key];
   return result;
 }
 
 function isZero(value: unknown): boolean {
   if (value === null || value === undefined || value === '' || value === 0 || value === 0n || value === false) return true;
   if (Array.isArray(value)) return value.length === 0;
+  if (typeof value !== 'object') return false;
   // A struct whose members are all unset (DesiredTransition) is zero too; maps with keys are not.
-  if (typeof value === 'object') return Object.values(value).every((member) => member === null);
-  return false;
+  for (const key in value) if ((value as JsonObject)[key] !== null) return false;
+  return true;
+}
+
+/**
+ * A deep copy of JSON-shaped data (objects, arrays, strings, numbers, bigints, booleans, null): what
+ * an event carries of an object the tables go on changing. Several times faster than structuredClone,
+ * which serialises through V8's value serializer.
+ */
+export function cloneJson<T>(value: T): T {
+  if (typeof value !== 'object' || value === null) return value;
+  if (Array.isArray(value)) return value.map(cloneJson) as T;
+  const copy: JsonObject = {};
+  for (const key in value) copy[key] = cloneJson((value as JsonObject)[key]);
+  return copy as T;
+}
+
+/**
+ * Whether two JSON-shaped values are the same JSON (members set to undefined count as absent, as
+ * JSON.stringify drops them), compared in place: a spec compare allocates nothing.
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((item, i) => jsonEqual(item ?? null, b[i] ?? null));
+  }
+  const left = a as JsonObject;
+  const right = b as JsonObject;
+  let count = 0;
+  for (const key in left) {
+    if (left[key] === undefined) continue;
+    count += 1;
+    if (!jsonEqual(left[key], right[key])) return false;
+  }
+  for (const key in right) if (right[key] !== undefined) count -= 1;
+  return count === 0;
 }
 
 export interface TaskEventInput {

@@ -6,14 +6,12 @@
  * (another group's meta, the count, the update block) is applied in place.
  */
 import type { JsonObject } from './jobSpec.js';
+import { jsonEqual } from './objects.js';
 
 const TASK_FIELDS = ['Driver', 'User', 'Config', 'Env', 'Artifacts', 'Vault', 'Templates'] as const;
 const RESOURCE_FIELDS = ['CPU', 'Cores', 'MemoryMB', 'MemoryMaxMB', 'Devices', 'Networks'] as const;
 
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a ?? null, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)) ===
-    JSON.stringify(b ?? null, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value));
-}
+const same = (a: unknown, b: unknown): boolean => jsonEqual(a ?? null, b ?? null);
 
 function groupOf(job: JsonObject, name: string): JsonObject | undefined {
   return ((job.TaskGroups as JsonObject[] | null) ?? []).find((group) => group.Name === name);
