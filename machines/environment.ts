@@ -1,7 +1,7 @@
-import { assign, enqueueActions, fromPromise, setup, stopChild, type ActorRefFrom } from 'xstate';
+import { assign, enqueueActions, fromPromise, setup, type ActorRefFrom, type AnyActorRef } from 'xstate';
 import type { ResolvedEnvironmentSpec } from '../src/runners/poseidonFormat.js';
-import { errorText, runnerActorId, runnerMachine } from './runner.js';
-import type { RunnerInput, RunnerIo, RunnerReport } from './runnerTypes.js';
+import { errorText } from './runner.js';
+import type { RunnerActors, RunnerInput, RunnerIo, RunnerReport } from './runnerTypes.js';
 
 /** The runners' I/O and the template job's writes (src/runners). */
 export interface EnvironmentIo extends RunnerIo {
@@ -12,8 +12,9 @@ export interface EnvironmentIo extends RunnerIo {
 }
 
 /**
- * One execution environment: its template job and the pool of runners made from it, each a child
- * actor (machines/runner.ts).
+ * One execution environment: its template job and the pool of runners made from it, each an actor
+ * of machines/runner.ts that reports to this one (kept in `runnerActors`, not as children: XState
+ * copies a parent's children at each spawn and stop, so a claim would cost O(pool)).
  *
  *   live ─┬─ template: registering ──► registered ⇄ updating          (UPDATE: the template written again)
  *         └─ pool:     ready ⟲ spawn runners up to prewarmingPoolSize, retire the surplus
@@ -42,6 +43,8 @@ export interface EnvironmentInput {
   register: boolean;
   /** Runners found on the cluster (each with `recovered`). */
   recovered: RunnerInput[];
+  /** Where the runners' actors are made and kept. */
+  runnerActors: RunnerActors;
   /** A fresh runner ID (`<environment>-<uuid>`). */
   newRunnerId: () => string;
   /** Back-off after failed runners: initialMs × 2^(failures-1), at most maxMs (defaults 1 s, 60 s). */
@@ -52,6 +55,9 @@ export interface EnvironmentContext {
   environmentId: number;
   spec: ResolvedEnvironmentSpec;
   io: EnvironmentIo;
+  runnerActors: RunnerActors;
+  /** Runners found on the cluster, started as the environment starts. */
+  recovered: RunnerInput[];
   templateKey: string;
   /** A template job is on the cluster: runners can be made from it. */
   templateReady: boolean;
@@ -60,7 +66,7 @@ export interface EnvironmentContext {
   /** Registered, not running yet. */
   provisioning: string[];
   used: string[];
-  /** Every runner child not finished yet (stopping ones included). */
+  /** Every runner not finished yet (stopping ones included). */
   runners: string[];
   /** Runners in a row that failed to be placed or to start. */
   failures: number;
@@ -89,6 +95,9 @@ export const environmentActorId = (environmentId: number): string => `environmen
 
 const without = (ids: readonly string[], id: string): string[] => ids.filter((other) => other !== id);
 
+/** The actors of these runners (one that has ended is gone, and has said so). */
+const actorsOf = (context: EnvironmentContext, ids: readonly string[]): AnyActorRef[] => ids.flatMap((id) => context.runnerActors.get(id) ?? []);
+
 function deficit(context: EnvironmentContext): number {
   return context.spec.prewarmingPoolSize - context.idle.length - context.provisioning.length;
 }
@@ -100,7 +109,6 @@ export const environmentMachine = setup({
     events: {} as EnvironmentEvent,
   },
   actors: {
-    runner: runnerMachine,
     registerTemplate: fromPromise<void, { io: EnvironmentIo; spec: ResolvedEnvironmentSpec }>(({ input }) => input.io.registerTemplate(input)),
     deregisterTemplate: fromPromise<void, { io: EnvironmentIo; environmentId: number }>(({ input }) => input.io.deregisterTemplate(input)),
   },
@@ -118,23 +126,27 @@ export const environmentMachine = setup({
       const [runnerId, ...rest] = context.idle;
       if (runnerId === undefined) return;
       enqueue.assign({ idle: rest, used: [...context.used, runnerId], claim: { claimId: event.claimId, runnerId } });
-      enqueue.sendTo(runnerActorId(runnerId), { type: 'CLAIM', timeoutMs: event.timeoutMs, at: event.at });
+      for (const runner of actorsOf(context, [runnerId])) enqueue.sendTo(runner, { type: 'CLAIM', timeoutMs: event.timeoutMs, at: event.at });
     }),
     refuseClaim: assign({ claim: ({ event }) => (event.type === 'CLAIM' ? { claimId: event.claimId, runnerId: undefined } : undefined) }),
-    spawnRunners: enqueueActions(({ context, enqueue }) => {
+    startRunners: enqueueActions(({ context, enqueue, self }) => {
       const count = context.probing ? 1 : deficit(context);
       const ids = Array.from({ length: count }, () => context.newRunnerId());
+      enqueue.assign({ provisioning: [...context.provisioning, ...ids], runners: [...context.runners, ...ids] });
       for (const runnerId of ids) {
         const input: RunnerInput = { runnerId, environmentId: context.environmentId, spec: context.spec, io: context.io, templateKey: context.templateKey };
-        enqueue.spawnChild('runner', { id: runnerActorId(runnerId), systemId: runnerActorId(runnerId), input });
+        enqueue(() => context.runnerActors.start(input, self));
       }
-      enqueue.assign({ provisioning: [...context.provisioning, ...ids], runners: [...context.runners, ...ids] });
+    }),
+    startRecovered: enqueueActions(({ context, enqueue, self }) => {
+      for (const input of context.recovered) enqueue(() => context.runnerActors.start(input, self));
+      enqueue.assign({ recovered: [] });
     }),
     // The newest first: provisioning runners, then idle ones.
     retireSurplus: enqueueActions(({ context, enqueue }) => {
       const surplus = -deficit(context);
       const retired = [...context.provisioning, ...context.idle].reverse().slice(0, surplus);
-      for (const runnerId of retired) enqueue.sendTo(runnerActorId(runnerId), { type: 'RETIRE', reason: 'more idle runners than the pool size' });
+      for (const runner of actorsOf(context, retired)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'more idle runners than the pool size' });
       enqueue.assign({ idle: context.idle.filter((id) => !retired.includes(id)), provisioning: context.provisioning.filter((id) => !retired.includes(id)) });
     }),
     markIdle: assign(({ context, event }) => {
@@ -164,19 +176,19 @@ export const environmentMachine = setup({
       };
     }),
     startProbing: assign({ probing: true }),
-    forgetRunner: enqueueActions(({ context, event, enqueue }) => {
-      if (event.type !== 'RUNNER.DESTROYED') return;
+    // Its actor has ended (the report is its final state's).
+    forgetRunner: assign(({ context, event }) => {
+      if (event.type !== 'RUNNER.DESTROYED') return {};
       const { runnerId } = event;
-      enqueue.assign({
+      return {
         runners: without(context.runners, runnerId),
         idle: without(context.idle, runnerId),
         provisioning: without(context.provisioning, runnerId),
         used: without(context.used, runnerId),
-      });
-      enqueue(stopChild(runnerActorId(runnerId)));
+      };
     }),
     retireAll: enqueueActions(({ context, enqueue }) => {
-      for (const runnerId of context.runners) enqueue.sendTo(runnerActorId(runnerId), { type: 'RETIRE', reason: 'its environment was deleted' });
+      for (const runner of actorsOf(context, context.runners)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'its environment was deleted' });
       enqueue.assign({ idle: [], provisioning: [], used: [] });
     }),
     acceptTemplate: assign({ templateReady: true }),
@@ -189,7 +201,7 @@ export const environmentMachine = setup({
       const update = context.pendingUpdate;
       if (update === undefined) return;
       const replaced = update.templateKey === context.templateKey ? [] : [...context.idle, ...context.provisioning];
-      for (const runnerId of replaced) enqueue.sendTo(runnerActorId(runnerId), { type: 'RETIRE', reason: 'its environment was updated' });
+      for (const runner of actorsOf(context, replaced)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'its environment was updated' });
       enqueue.assign({
         spec: update.spec,
         templateKey: update.templateKey,
@@ -211,13 +223,14 @@ export const environmentMachine = setup({
   },
 }).createMachine({
   id: 'environment',
-  context: ({ input, spawn }) => {
+  context: ({ input }) => {
     const byPhase = (phase: string): string[] => input.recovered.filter((r) => r.recovered?.phase === phase).map((r) => r.runnerId);
-    for (const runner of input.recovered) spawn('runner', { id: runnerActorId(runner.runnerId), systemId: runnerActorId(runner.runnerId), input: runner });
     return {
       environmentId: input.spec.id,
       spec: input.spec,
       io: input.io,
+      runnerActors: input.runnerActors,
+      recovered: input.recovered,
       templateKey: input.templateKey,
       templateReady: !input.register,
       idle: byPhase('idle'),
@@ -236,6 +249,7 @@ export const environmentMachine = setup({
       backoff: { initialMs: input.backoff?.initialMs ?? 1_000, maxMs: input.backoff?.maxMs ?? 60_000 },
     };
   },
+  entry: 'startRecovered',
   initial: 'live',
   states: {
     live: {
@@ -280,7 +294,7 @@ export const environmentMachine = setup({
             ready: {
               always: [
                 { guard: 'surplus', actions: 'retireSurplus' },
-                { guard: 'needsRunners', actions: 'spawnRunners' },
+                { guard: 'needsRunners', actions: 'startRunners' },
               ],
               on: { CLAIM: [{ guard: 'hasIdle', target: 'refilling', actions: 'claimIdle' }, { actions: 'refuseClaim' }] },
             },

@@ -1,9 +1,10 @@
-import { assign, enqueueActions, fromPromise, sendParent, setup } from 'xstate';
+import { assign, enqueueActions, fromPromise, sendTo, setup } from 'xstate';
 import type { ResolvedEnvironmentSpec } from '../src/runners/poseidonFormat.js';
-import type { RunnerAllocation, RunnerContext, RunnerEvent, RunnerInput, RunnerIo, RunnerOutput, StopReason } from './runnerTypes.js';
+import type { RunnerAllocation, RunnerContext, RunnerEvent, RunnerIo, RunnerMachineInput, RunnerOutput, RunnerReport, StopReason } from './runnerTypes.js';
 
 export type {
-  MappedPort, RecoveredPhase, RunnerAllocation, RunnerContext, RunnerEvent, RunnerExecution, RunnerInput, RunnerIo, RunnerOutput, RunnerReport, StopReason,
+  MappedPort, RecoveredPhase, RunnerActors, RunnerAllocation, RunnerContext, RunnerEvent, RunnerExecution, RunnerInput, RunnerIo, RunnerMachineInput, RunnerOutput,
+  RunnerReport, StopReason,
 } from './runnerTypes.js';
 
 /**
@@ -16,8 +17,9 @@ export type {
  *
  * Registering writes the job and follows its evaluation; a placement failure, or an allocation
  * that fails before it runs, ends the runner as `failed` (its parent backs off). `stopping` purges
- * the job (retried until Nomad confirms), so nothing of a runner outlives it. The parent (the
- * environment) hears RUNNER.IDLE, RUNNER.STARTING and RUNNER.STOPPING; it claims with CLAIM.
+ * the job (retried until Nomad confirms), so nothing of a runner outlives it. Its environment (an
+ * actor the input names: runners are not its children, see RunnerActors) hears RUNNER.IDLE,
+ * RUNNER.STARTING, RUNNER.STOPPING and RUNNER.DESTROYED; it claims with CLAIM.
  * Writing Nomad is done by invoked actors that call the `io` src/runners gives in the input (the
  * machine only says when); the timers are delayed transitions on the actor's clock.
  */
@@ -38,6 +40,8 @@ function concernsCurrent(context: RunnerContext, allocation: RunnerAllocation): 
 
 const updated = (event: RunnerEvent): RunnerAllocation | undefined => (event.type === 'ALLOCATION.UPDATED' ? event.allocation : undefined);
 
+const environmentOf = ({ context }: { context: RunnerContext }) => context.environment;
+
 /** The message of an invoked actor's error event. */
 export function errorText(event: unknown): string {
   const error = (event as { error?: unknown }).error;
@@ -46,14 +50,15 @@ export function errorText(event: unknown): string {
 
 export const runnerMachine = setup({
   types: {
-    input: {} as RunnerInput,
+    input: {} as RunnerMachineInput,
     context: {} as RunnerContext,
     events: {} as RunnerEvent,
     output: {} as RunnerOutput,
   },
   actors: {
     registerRunner: fromPromise<void, { io: RunnerIo; runnerId: string; spec: ResolvedEnvironmentSpec }>(({ input }) => input.io.registerRunner(input)),
-    markUsed: fromPromise<void, { io: RunnerIo; runnerId: string; timeoutMs: number }>(({ input }) => input.io.markUsed(input)),
+    // A destroy right after the claim stops this actor: its signal keeps the mark from being written after the purge.
+    markUsed: fromPromise<void, { io: RunnerIo; runnerId: string; timeoutMs: number }>(({ input, signal }) => input.io.markUsed({ ...input, signal })),
     deregisterRunner: fromPromise<void, { io: RunnerIo; runnerId: string }>(({ input }) => input.io.deregisterRunner(input)),
   },
   guards: {
@@ -109,10 +114,10 @@ export const runnerMachine = setup({
     countMarkFailure: assign({ markAttempts: ({ context }) => context.markAttempts + 1 }),
     countStopFailure: assign({ stopAttempts: ({ context }) => context.stopAttempts + 1 }),
     recordError: assign({ lastError: ({ event }) => errorText(event) }),
-    reportIdle: sendParent(({ context }) => ({ type: 'RUNNER.IDLE', runnerId: context.runnerId, startupMs: context.startupMs ?? 0 })),
-    reportStarting: sendParent(({ context }) => ({ type: 'RUNNER.STARTING', runnerId: context.runnerId })),
-    reportDestroyed: sendParent(({ context }) => ({ type: 'RUNNER.DESTROYED', runnerId: context.runnerId })),
-    reportStopping: sendParent(({ context }) => ({
+    reportIdle: sendTo(environmentOf, ({ context }): RunnerReport => ({ type: 'RUNNER.IDLE', runnerId: context.runnerId, startupMs: context.startupMs ?? 0 })),
+    reportStarting: sendTo(environmentOf, ({ context }): RunnerReport => ({ type: 'RUNNER.STARTING', runnerId: context.runnerId })),
+    reportDestroyed: sendTo(environmentOf, ({ context }): RunnerReport => ({ type: 'RUNNER.DESTROYED', runnerId: context.runnerId })),
+    reportStopping: sendTo(environmentOf, ({ context }): RunnerReport => ({
       type: 'RUNNER.STOPPING',
       runnerId: context.runnerId,
       failed: context.stopReason?.failure === true,
@@ -146,6 +151,7 @@ export const runnerMachine = setup({
   id: 'runner',
   context: ({ input }) => ({
     runnerId: input.runnerId,
+    environment: input.environment,
     environmentId: input.environmentId,
     spec: input.spec,
     io: input.io,

@@ -1,4 +1,5 @@
-/** The shapes the runner machine reads and reports (machines/runner.ts), shared with its parent and src/runners. */
+/** The shapes the runner machine reads and reports (machines/runner.ts), shared with its environment and src/runners. */
+import type { AnyActorRef } from 'xstate';
 import type { ResolvedEnvironmentSpec } from '../src/runners/poseidonFormat.js';
 
 /** A port of the runner reached from outside: `exposedPort` inside, `hostAddress` (`host:port`) outside. */
@@ -31,8 +32,8 @@ export type RecoveredPhase = 'idle' | 'starting' | 'used' | 'stale';
 export interface RunnerIo {
   /** Writes the runner's job (create only) and follows its evaluation; rejects on a placement failure. */
   registerRunner(request: { runnerId: string; spec: ResolvedEnvironmentSpec }): Promise<void>;
-  /** Marks the runner used in its job's meta, with its inactivity timeout. */
-  markUsed(request: { runnerId: string; timeoutMs: number }): Promise<void>;
+  /** Marks the runner used in its job's meta, with its inactivity timeout; nothing is written once `signal` aborted (the runner stopped first). */
+  markUsed(request: { runnerId: string; timeoutMs: number; signal?: AbortSignal }): Promise<void>;
   /** Purges the runner's job (a job already gone is fine). */
   deregisterRunner(request: { runnerId: string }): Promise<void>;
   /** The runner is stopping: its executions end, with this reason. */
@@ -59,6 +60,23 @@ export interface RunnerInput {
   };
 }
 
+/** The runner machine's input: the runner, and the environment actor it reports to. */
+export interface RunnerMachineInput extends RunnerInput {
+  environment: AnyActorRef;
+}
+
+/**
+ * Where an environment's runners live (src/runners/runnerActors.ts): an actor each, not children
+ * of the environment's actor, since XState copies a parent's children at every spawn and stop (a
+ * claim would cost more the larger the pool).
+ */
+export interface RunnerActors {
+  /** Creates and starts the runner's actor, reporting to `environment`. */
+  start(input: RunnerInput, environment: AnyActorRef): void;
+  /** The runner's actor while it runs. */
+  get(runnerId: string): AnyActorRef | undefined;
+}
+
 export type StopReasonKind = 'inactivity' | 'destroyed' | 'retired' | 'allocation-ended' | 'allocation-failed' | 'placement-failed';
 
 export interface StopReason {
@@ -77,6 +95,8 @@ export interface RunnerExecution {
 
 export interface RunnerContext {
   runnerId: string;
+  /** The environment's actor: what the runner reports to. */
+  environment: AnyActorRef;
   environmentId: number;
   spec: ResolvedEnvironmentSpec;
   io: RunnerIo;

@@ -1,7 +1,7 @@
 /** What the API's handlers share: the pools they sit on and how the server was configured. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock/index.js';
-import type { EnvironmentInfo, RunnerPools } from '../runners/pools.js';
+import type { EnvironmentSummary, RunnerPools } from '../runners/pools.js';
 import type { EnvironmentSpec } from '../runners/poseidonFormat.js';
 import type { Logger } from '../supervisor/logger.js';
 import type { ApiMetrics } from './metrics.js';
@@ -36,6 +36,6 @@ export interface ApiRequest {
 export type Handler = (context: ApiContext, request: ApiRequest) => Promise<void>;
 
 /** Environments the API shows: not those being deleted (Poseidon forgets them at once). */
-export function visibleEnvironments(pools: RunnerPools): EnvironmentInfo[] {
-  return pools.environments().filter((environment) => environment.state !== 'deleting' && environment.state !== 'deleted' && environment.state !== 'failed');
+export function visibleEnvironments(pools: RunnerPools): EnvironmentSummary[] {
+  return pools.environmentSummaries().filter((environment) => environment.state !== 'deleting' && environment.state !== 'deleted' && environment.state !== 'failed');
 }

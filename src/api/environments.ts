@@ -4,7 +4,7 @@
  * list / get (with `fetch`: environments put on the cluster by someone else adopted first), create
  * or update (201 / 204, no body), delete (204, or 404 with no body).
  */
-import type { EnvironmentInfo } from '../runners/pools.js';
+import type { EnvironmentSummary } from '../runners/pools.js';
 import { visibleEnvironments, type ApiRequest, type Handler } from './context.js';
 import { ApiError, badRequest, notFound } from './errors.js';
 import { parseGoBool, readJson, sendEmpty, sendJson } from './http.js';
@@ -21,7 +21,7 @@ export interface ExecutionEnvironment {
   exposedPorts: number[];
 }
 
-function executionEnvironment({ id, spec }: EnvironmentInfo): ExecutionEnvironment {
+function executionEnvironment({ id, spec }: EnvironmentSummary): ExecutionEnvironment {
   return {
     id,
     image: spec.image,

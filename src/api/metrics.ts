@@ -37,7 +37,7 @@ export class ApiMetrics {
       collect() {
         this.reset();
         for (const each of pools) {
-          for (const environment of each.environments()) {
+          for (const environment of each.environmentSummaries()) {
             const counts = { idle: environment.idleRunners, used: environment.usedRunners, provisioning: environment.provisioningRunners };
             for (const state of RUNNER_STATES) this.set({ environment: String(environment.id), state }, counts[state]);
           }
@@ -51,7 +51,7 @@ export class ApiMetrics {
       registers,
       collect() {
         this.reset();
-        for (const each of pools) for (const environment of each.environments()) this.set({ environment: String(environment.id) }, environment.spec.prewarmingPoolSize);
+        for (const each of pools) for (const environment of each.environmentSummaries()) this.set({ environment: String(environment.id) }, environment.spec.prewarmingPoolSize);
       },
     });
     this.claims = new Counter({ name: 'warden_runner_claims_total', help: 'Runner claims (POST /runners) by outcome', labelNames: ['environment', 'outcome'], registers });

@@ -159,6 +159,7 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   metrics.observe(supervisor);
   inspector?.attach(supervisor);
   const pools = createRunnerPools(supervisor, cluster.pools);
+  metrics.countEvaluations(pools.evaluations$);
   const detachPools = inspector?.model.attachPools(pools);
   let exitCode = 0;
   let finish: () => void = () => undefined;

@@ -9,7 +9,7 @@
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Subscription } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
 import type { AnyActorRef } from 'xstate';
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import type { ExecSessionOutcome } from '../../machines/execSession.js';
@@ -178,6 +178,11 @@ export class WardenMetrics {
     };
     subscriptions.push(supervisor.verdicts$.subscribe({ complete: stop }));
     return stop;
+  }
+
+  /** Counts evaluations followed outside the supervisor's children (the runner pools' evaluations$) in warden_evaluations_total. */
+  countEvaluations(outcomes: Observable<EvaluationOutcome>): Subscription {
+    return outcomes.subscribe((outcome) => this.evaluations.inc({ outcome: evaluationLabel(outcome) }));
   }
 
   /** The text exposition of every metric of the registry: what GET /metrics answers. */

@@ -1,5 +1,5 @@
 /** Runner pools: Poseidon's environments and runners as actors of a supervisor (see pools.ts). */
-export { createRunnerPools, RunnerPools, type EnvironmentInfo, type EnvironmentState, type EnvironmentStatistics, type PoolProblem, type RunnerPoolsOptions, type RunnerStartup } from './pools.js';
+export { createRunnerPools, RunnerPools, type EnvironmentInfo, type EnvironmentState, type EnvironmentStatistics, type EnvironmentSummary, type PoolProblem, type RunnerPoolsOptions, type RunnerStartup } from './pools.js';
 export { Runner, type FileContent, type RunnerInfo, type RunnerState } from './runner.js';
 export { ExecutionCancelledError, type ExecuteOptions, type Execution, type ExecutionOutcome } from './execution.js';
 export type { FileHeader, FileToWrite, UpdateFilesRequest } from './files.js';

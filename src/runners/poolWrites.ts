@@ -67,12 +67,17 @@ export class PoolWrites implements EnvironmentIo {
     await placed(write);
   }
 
-  /** `used = true` and the timeout in the config group's meta: an in-place update, the allocation stays. */
-  async markUsed({ runnerId, timeoutMs }: { runnerId: string; timeoutMs: number }): Promise<void> {
+  /**
+   * `used = true` and the timeout in the config group's meta: an in-place update, the allocation
+   * stays. Nothing is written once `signal` aborted: the runner stopped (destroyed right after its
+   * claim), and a mark would only race its purge.
+   */
+  async markUsed({ runnerId, timeoutMs, signal }: { runnerId: string; timeoutMs: number; signal?: AbortSignal }): Promise<void> {
     await Promise.resolve();
     const meta = { [META_USED]: 'true', [META_TIMEOUT]: String(Math.round(timeoutMs / 1000)) };
     const known = this.written.get(runnerId);
     await this.enforced(runnerId, async (current) => {
+      if (signal?.aborted === true) return;
       if (current === undefined) throw new Error(`runner job ${runnerId} is gone`);
       const job = withConfigMeta(current, meta);
       const write = await this.writes.register(job, current.JobModifyIndex ?? 0);

@@ -1,9 +1,10 @@
 /**
  * Runner pools: Poseidon's environments and runners as actors of a supervisor. Each environment is
- * a child actor of the supervisor (machines/environment.ts) with its runners as its children
- * (machines/runner.ts); this module gives them their Nomad writes, routes their allocations to
- * them, reads the pools back from a live cluster on start, and answers the API an HTTP layer sits
- * on: environments (put, delete, list), claims, runners.
+ * a child actor of the supervisor (machines/environment.ts); its runners are actors of their own
+ * (machines/runner.ts, kept in a RunnerActorMap: as children, each claim would cost O(pool)); this
+ * module gives them their Nomad writes, routes their allocations to them, reads the pools back from
+ * a live cluster on start, and answers the API an HTTP layer sits on: environments (put, delete,
+ * list), claims, runners.
  *
  *   const pools = createRunnerPools(supervisor);
  *   await pools.ready;                                   // the cluster's environments and runners recovered
@@ -13,8 +14,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
+import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import { environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
-import { runnerActorId } from '../../machines/runner.js';
 import type { RunnerInput, StopReason } from '../../machines/runnerTypes.js';
 import { DEFAULT_SETUSER } from '../exec/executionOptions.js';
 import type { Allocation } from '../nomad/types.js';
@@ -26,6 +27,8 @@ import { JobWrites } from './jobWrites.js';
 import { PoolWrites } from './poolWrites.js';
 import { checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateKey, type EnvironmentSpec, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
 import { readClusterPools } from './recovery.js';
+import { EvaluationFollowers } from './evaluationFollowers.js';
+import { RunnerActorMap } from './runnerActors.js';
 import { runnerAllocation } from './runnerAllocation.js';
 import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
 
@@ -50,7 +53,12 @@ export interface RunnerPoolsOptions {
 export type EnvironmentState = 'registering' | 'active' | 'updating' | 'deleting' | 'deleted' | 'failed';
 
 /** An environment as the API and the inspector show it. */
-export interface EnvironmentInfo {
+export interface EnvironmentInfo extends EnvironmentSummary {
+  runners: RunnerInfo[];
+}
+
+/** An environment without its runners: its spec, state and counts, read in constant time. */
+export interface EnvironmentSummary {
   id: number;
   spec: ResolvedEnvironmentSpec;
   state: EnvironmentState;
@@ -64,7 +72,6 @@ export interface EnvironmentInfo {
   lastError: string | null;
   /** Pending to running, of the latest runner that became idle (Poseidon's startup duration). */
   lastStartupMs: number | null;
-  runners: RunnerInfo[];
 }
 
 /** Poseidon's GET /statistics/execution-environments entry. */
@@ -105,13 +112,18 @@ export class RunnerPools {
   readonly problems$: Observable<PoolProblem>;
   /** A runner became idle: how long it took from pending to running (Poseidon's startup duration). */
   readonly startups$: Observable<RunnerStartup>;
+  /** An evaluation of the pools' writes followed to its end (as the supervisor's own evaluation children end). */
+  readonly evaluations$: Observable<EvaluationOutcome>;
 
   private readonly changeSubject = new Subject<number>();
   private readonly problemSubject = new Subject<PoolProblem>();
   private readonly startupSubject = new Subject<RunnerStartup>();
+  private readonly evaluationSubject = new Subject<EvaluationOutcome>();
   private readonly writes: JobWrites;
   private readonly poolWrites: PoolWrites;
   private readonly environmentActors = new Map<number, EnvironmentActor>();
+  private readonly runnerActors: RunnerActorMap;
+  private readonly evaluations: EvaluationFollowers;
   private readonly running = new Map<string, Map<string, RunningExecution>>();
   /** Environment writes in order, one at a time per environment. */
   private readonly queues = new Map<number, Promise<unknown>>();
@@ -132,7 +144,11 @@ export class RunnerPools {
     this.changes$ = this.changeSubject.asObservable();
     this.problems$ = this.problemSubject.asObservable();
     this.startups$ = this.startupSubject.asObservable();
-    this.writes = new JobWrites(supervisor.nomad, (evalId) => supervisor.monitorEvaluation(evalId));
+    this.evaluations$ = this.evaluationSubject.asObservable();
+    const inspect = supervisor.inspect ? { inspect: supervisor.inspect } : {};
+    this.evaluations = new EvaluationFollowers({ nomad: supervisor.nomad, clock: supervisor.clock, ...inspect, ended: (outcome) => this.evaluationSubject.next(outcome) });
+    this.writes = new JobWrites(supervisor.nomad, (evalId) => this.evaluations.follow(evalId));
+    this.runnerActors = new RunnerActorMap({ clock: supervisor.clock, ...inspect });
     this.poolWrites = new PoolWrites(this.writes, {
       report: (message) => this.report({ kind: 'template-placement', message }),
       endExecutions: (runnerId, reason) => this.endExecutions(runnerId, reason),
@@ -145,17 +161,39 @@ export class RunnerPools {
       executions: (runnerId) => this.executionsOf(runnerId),
       changed: (environmentId) => this.changeSubject.next(environmentId),
     };
-    this.unfollow = supervisor.followAllocations({ handle: (allocation) => this.route(allocation) });
+    const unfollowAllocations = supervisor.followAllocations({ handle: (allocation) => this.route(allocation) });
+    const unfollowEvaluations = supervisor.followEvaluations({ handle: (evaluation) => this.evaluations.update(evaluation) });
+    const connection = supervisor.connection$.subscribe((state) => this.evaluations.streaming(state === 'streaming'));
+    this.unfollow = () => {
+      unfollowAllocations();
+      unfollowEvaluations();
+      connection.unsubscribe();
+    };
     supervisor.actor.subscribe({ complete: () => this.shutDown() });
     this.ready = this.recover();
   }
 
   /** Every environment, with its runners. */
   environments(): EnvironmentInfo[] {
-    return [...this.environmentActors.keys()].sort((a, b) => a - b).flatMap((id) => this.environment(id) ?? []);
+    return this.environmentIds().flatMap((id) => this.environment(id) ?? []);
+  }
+
+  /** Every environment, without its runners (what counts and specs need, at any pool size). */
+  environmentSummaries(): EnvironmentSummary[] {
+    return this.environmentIds().flatMap((id) => this.environmentSummary(id) ?? []);
   }
 
   environment(id: number): EnvironmentInfo | undefined {
+    const summary = this.environmentSummary(id);
+    if (summary === undefined) return undefined;
+    const runners = this.environmentActors.get(id)!.getSnapshot().context.runners.flatMap((runnerId) => {
+      const runner = this.runnerActor(runnerId);
+      return runner ? [runnerInfo(runner.getSnapshot().context, runnerState(runner.getSnapshot()))] : [];
+    });
+    return { ...summary, runners };
+  }
+
+  environmentSummary(id: number): EnvironmentSummary | undefined {
     const actor = this.environmentActors.get(id);
     if (actor === undefined) return undefined;
     const snapshot = actor.getSnapshot();
@@ -171,17 +209,13 @@ export class RunnerPools {
       failures: context.failures,
       lastError: context.lastError ?? null,
       lastStartupMs: context.lastStartupMs ?? null,
-      runners: context.runners.flatMap((runnerId) => {
-        const runner = this.runnerActor(runnerId);
-        return runner ? [runnerInfo(runner.getSnapshot().context, runnerState(runner.getSnapshot()))] : [];
-      }),
     };
   }
 
   /** Poseidon's statistics: pool size, idle and used runners per environment. */
   statistics(): Record<string, EnvironmentStatistics> {
     return Object.fromEntries(
-      this.environments().map((e) => [String(e.id), { id: e.id, prewarmingPoolSize: e.spec.prewarmingPoolSize, idleRunners: e.idleRunners, usedRunners: e.usedRunners }]),
+      this.environmentSummaries().map((e) => [String(e.id), { id: e.id, prewarmingPoolSize: e.spec.prewarmingPoolSize, idleRunners: e.idleRunners, usedRunners: e.usedRunners }]),
     );
   }
 
@@ -279,12 +313,16 @@ export class RunnerPools {
     return adopted;
   }
 
-  /** Stops following the supervisor (its stop ends the actors); executions end. */
+  /** Stops following the supervisor: the runners' actors stop where they are, executions end (the supervisor's stop does this too). */
   stop(): void {
     this.shutDown();
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  private environmentIds(): number[] {
+    return [...this.environmentActors.keys()].sort((a, b) => a - b);
+  }
 
   private async create(spec: ResolvedEnvironmentSpec): Promise<void> {
     const actor = this.spawnEnvironment(spec, true, []);
@@ -314,6 +352,7 @@ export class RunnerPools {
       input: {
         spec,
         io: this.poolWrites,
+        runnerActors: this.runnerActors,
         templateKey: runnerTemplateKey(spec),
         register,
         recovered: recovered.map((runner) => ({ ...runner, spec, io: this.poolWrites })),
@@ -412,7 +451,7 @@ export class RunnerPools {
 
   private runnerActor(runnerId: string): RunnerActor | undefined {
     if (this.stopped) return undefined;
-    const actor = this.supervisor.actor.system.get(runnerActorId(runnerId)) as RunnerActor | undefined;
+    const actor = this.runnerActors.get(runnerId);
     return actor?.getSnapshot().status === 'active' ? actor : undefined;
   }
 
@@ -456,10 +495,14 @@ export class RunnerPools {
     if (this.stopped) return;
     this.stopped = true;
     this.unfollow();
+    // The environments stopped with the supervisor; their runners and writes' evaluations stop with them, as they are.
+    this.runnerActors.stopAll();
+    this.evaluations.stop();
     for (const runnerId of [...this.running.keys()]) this.endExecutions(runnerId, { kind: 'destroyed', message: 'the supervisor stopped', failure: false });
     this.changeSubject.complete();
     this.problemSubject.complete();
     this.startupSubject.complete();
+    this.evaluationSubject.complete();
   }
 }
 

@@ -94,6 +94,8 @@ export class Supervisor implements ExecTarget {
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
   /** Followers of every allocation update in scope: runner-manager callbacks, the runner pools. */
   private readonly runnerTrackers = new Set<{ handle(allocation: Allocation): void }>();
+  /** Followers of every evaluation update: the runner pools' own evaluation followers. */
+  private readonly evaluationListeners = new Set<{ handle(evaluation: Evaluation): void }>();
   /** Exec sessions' connections, on the client's Nomad configuration; their actors are our children. */
   private readonly execSessions: ExecSessions;
   /** Rejects when the supervisor stops: raced against waits on child actors. */
@@ -270,6 +272,12 @@ export class Supervisor implements ExecTarget {
     return () => this.runnerTrackers.delete(listener);
   }
 
+  /** Every evaluation update, as it arrives, whatever the scope (the runner pools follow their writes' evaluations so). Returns the function that ends it. */
+  followEvaluations(listener: { handle(evaluation: Evaluation): void }): () => void {
+    this.evaluationListeners.add(listener);
+    return () => this.evaluationListeners.delete(listener);
+  }
+
   /** The cluster's client and the clock, for what is built on the supervisor (src/runners). */
   get nomad(): NomadClient {
     return this.options.nomad;
@@ -277,6 +285,11 @@ export class Supervisor implements ExecTarget {
 
   get clock(): Clock {
     return this.options.clock;
+  }
+
+  /** The inspection observer it was given: what is built on it (src/runners) inspects its own root actors with it. */
+  get inspect(): InspectionObserver | undefined {
+    return this.options.inspect;
   }
 
   /** Ends every child and every allocation machine, closes the stream, and fails pending waits. */
@@ -289,6 +302,7 @@ export class Supervisor implements ExecTarget {
     this.intake.stop();
     this.freshness?.close();
     this.runnerTrackers.clear();
+    this.evaluationListeners.clear();
     this.actor.send({ type: 'STOP' });
     this.actor.stop();
     const stopped = (what: string) => new SupervisorStoppedError(what);
@@ -368,7 +382,9 @@ export class Supervisor implements ExecTarget {
 
   private onEvaluation(evaluation: Evaluation): void {
     // Evaluations monitored on request are followed whatever the scope; their children filter by ID.
-    this.actor.send({ type: 'EVALUATION.UPDATED', evaluation });
+    // The actor steps only while it follows some: most of a cluster's evaluations concern none.
+    if (this.actor.getSnapshot().context.evaluations.length > 0) this.actor.send({ type: 'EVALUATION.UPDATED', evaluation });
+    for (const listener of this.evaluationListeners) listener.handle(evaluation);
     if (this.scope.includes(evaluation.Namespace, evaluation.JobID)) this.deployments.onEvaluation(evaluation);
   }
 

@@ -1,16 +1,28 @@
 /**
  * The runner pools in the inspector: the model follows each environment's counts and runners (the
- * execution running in each), never its driver config; the environment and runner actors are
- * children of the supervisor actor, visible to inspection.
+ * execution running in each), never its driver config; the environment is a child of the supervisor
+ * actor, each runner an actor of its own, all of them visible to inspection.
  */
+import type { AnyActorRef, InspectionEvent } from 'xstate';
 import { InspectionModel } from '../../src/inspect/model.js';
 import type { InspectorMessage } from '../../src/inspect/schema.js';
 import { startPoolHarness, type PoolHarness } from './support/poolHarness.js';
 
 describe('runner pools in the inspector', () => {
   let h: PoolHarness;
+  /** Each inspected actor's states, in order. */
+  const inspected = new Map<string, string[]>();
+  const inspect = (event: InspectionEvent): void => {
+    if (event.type !== '@xstate.snapshot') return;
+    const { id } = event.actorRef as AnyActorRef;
+    const value = (event.snapshot as { value?: unknown }).value;
+    const states = inspected.get(id) ?? [];
+    const state = typeof value === 'string' ? value : JSON.stringify(value);
+    if (states.at(-1) !== state) inspected.set(id, [...states, state]);
+  };
   beforeEach(async () => {
-    h = await startPoolHarness();
+    inspected.clear();
+    h = await startPoolHarness({ inspect });
   });
   afterEach(() => h.close());
 
@@ -31,10 +43,9 @@ describe('runner pools in the inspector', () => {
     expect(JSON.stringify(model.snapshot())).not.toContain('auth');
     execution.cancel();
     await execution.outcome;
-    // The environment and its runners are actors under the supervisor's.
-    const environment = h.supervisor.actor.getSnapshot().children['environment:60'];
-    expect(environment).toBeDefined();
-    expect(Object.keys(environment!.getSnapshot().children)).toContain(`runner:${runner.id}`);
+    // The environment is a child of the supervisor's actor; its runners are actors of their own, each inspected.
+    expect(h.supervisor.actor.getSnapshot().children['environment:60']).toBeDefined();
+    expect(inspected.get(`runner:${runner.id}`)?.slice(0, 4)).toEqual(['registering', 'starting', 'idle', expect.stringContaining('"used"')]);
     await h.settled(h.pools.deleteEnvironment(60));
     expect((model.snapshot().pools ?? []).find((p) => p.id === 60)).toBeUndefined();
     detach();

@@ -15,10 +15,9 @@ import { fc } from '@fast-check/jest';
 import { createActor } from 'xstate';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { environmentMachine, type EnvironmentIo } from '../../machines/environment.js';
-import { runnerActorId } from '../../machines/runner.js';
 import type { RunnerAllocation } from '../../machines/runnerTypes.js';
 import { checkEnvironmentSpec, runnerTemplateKey } from '../../src/runners/poseidonFormat.js';
-import type { RunnerActor } from '../../src/runners/runner.js';
+import { RunnerActorMap } from '../../src/runners/runnerActors.js';
 
 type Step =
   | { kind: 'claim'; timeoutS: number }
@@ -130,11 +129,12 @@ async function runScenario(script: readonly Step[]): Promise<void> {
   let driver = 'a';
   const spec = () => checkEnvironmentSpec({ id: 1, prewarmingPoolSize: size, driver: 'raw_exec', driverConfig: { variant: driver } });
   let ids = 0;
+  const runners = new RunnerActorMap({ clock });
   const actor = createActor(environmentMachine, {
     clock,
-    input: { spec: spec(), io: nomad, templateKey: runnerTemplateKey(spec()), register: true, recovered: [], newRunnerId: () => `1-${++ids}`, backoff: { initialMs: 500, maxMs: 8_000 } },
+    input: { spec: spec(), io: nomad, runnerActors: runners, templateKey: runnerTemplateKey(spec()), register: true, recovered: [], newRunnerId: () => `1-${++ids}`, backoff: { initialMs: 500, maxMs: 8_000 } },
   });
-  const runner = (id: string): RunnerActor | undefined => actor.system.get(runnerActorId(id)) as RunnerActor | undefined;
+  const runner = (id: string) => runners.get(id);
   nomad.send = (id, allocation) => runner(id)?.send({ type: 'ALLOCATION.UPDATED', allocation });
   actor.start();
   const claimed = new Set<string>();
@@ -251,6 +251,7 @@ async function runScenario(script: readonly Step[]): Promise<void> {
   const live = new Set(context.runners);
   expect([...nomad.jobs].filter((job) => !live.has(job))).toEqual([]);
   actor.stop();
+  runners.stopAll();
 }
 
 describe('runner pool under churn (property, VirtualClock)', () => {

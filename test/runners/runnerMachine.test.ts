@@ -1,5 +1,5 @@
 /** The runner machine alone, on a VirtualClock, with its Nomad writes as controllable promises. */
-import { createActor } from 'xstate';
+import { createActor, createEmptyActor } from 'xstate';
 import { VirtualClock, settle } from '../../src/clock/index.js';
 import { runnerMachine } from '../../machines/runner.js';
 import type { RunnerAllocation, RunnerInput, RunnerIo } from '../../machines/runnerTypes.js';
@@ -30,9 +30,9 @@ function setup(recovered?: RunnerInput['recovered']) {
     endExecutions: (_id, reason) => void calls.push(`end ${reason.kind}`),
   };
   const spec = checkEnvironmentSpec({ id: 1, prewarmingPoolSize: 1, driver: 'raw_exec' });
-  // A root actor here: what it would tell its environment goes nowhere.
-  const quiet = runnerMachine.provide({ actions: { reportIdle: () => undefined, reportStarting: () => undefined, reportStopping: () => undefined, reportDestroyed: () => undefined } });
-  const actor = createActor(quiet, { clock, input: { runnerId: '1-a', environmentId: 1, spec, io, templateKey: 'k', ...(recovered ? { recovered } : {}) } }).start();
+  // Alone here: what it tells its environment goes nowhere.
+  const environment = createEmptyActor();
+  const actor = createActor(runnerMachine, { clock, input: { runnerId: '1-a', environmentId: 1, spec, io, templateKey: 'k', environment, ...(recovered ? { recovered } : {}) } }).start();
   const allocation = (status: RunnerAllocation['status'], modifyIndex: number): RunnerAllocation => ({ allocId: 'x', createIndex: 1, modifyIndex, status, ports: [], at: clock.now() });
   return { clock, calls, registration, actor, allocation, failMarks: (n: number) => (markFailures = n) };
 }

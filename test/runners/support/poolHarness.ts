@@ -5,6 +5,7 @@
  */
 import { tmpdir } from 'node:os';
 import { VirtualClock, settle } from '../../../src/clock/index.js';
+import type { InspectionObserver } from '../../../src/health/inspection.js';
 import { NomadClient } from '../../../src/nomad/client.js';
 import { createRunnerPools, type RunnerPools, type RunnerPoolsOptions } from '../../../src/runners/pools.js';
 import type { PoolProblem } from '../../../src/runners/pools.js';
@@ -40,15 +41,15 @@ export interface PoolHarness {
   close(): Promise<void>;
 }
 
-async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally) {
+async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver) {
   const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false, wire: tally.layer });
-  const supervisor = createSupervisor({ nomad, clock });
+  const supervisor = createSupervisor({ nomad, clock, ...(inspect ? { inspect } : {}) });
   const pools = createRunnerPools(supervisor, { setuser: SETUSER, ...options });
   return { nomad, supervisor, pools };
 }
 
 export async function startPoolHarness(
-  options: { pools?: RunnerPoolsOptions; acting?: ActingClusterOptions; start?: number } = {},
+  options: { pools?: RunnerPoolsOptions; acting?: ActingClusterOptions; start?: number; inspect?: InspectionObserver } = {},
 ): Promise<PoolHarness> {
   const clock = new VirtualClock({ start: options.start ?? START });
   // Node's stdio pipes are sockets, and bash reads ~/.bashrc when its stdin is one (its rshd rule):
@@ -59,7 +60,7 @@ export async function startPoolHarness(
   const tally = new WireTally();
   const driver = new QuietDriver(clock);
   driver.add({ server: fake.activity, client: tally });
-  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally);
+  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect);
   current.pools.problems$.subscribe((problem) => problems.push(problem));
 
   const drive = async (ms: number, stepMs = 50): Promise<void> => {
@@ -102,7 +103,7 @@ export async function startPoolHarness(
     restart: async (poolOptions = options.pools ?? {}) => {
       await current.supervisor.stop();
       await current.nomad.close();
-      current = await startSupervisor(fake, clock, poolOptions, tally);
+      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect);
       current.pools.problems$.subscribe((problem) => problems.push(problem));
       await settled(current.pools.ready);
     },
