@@ -21,3 +21,23 @@ export function percentile(values: readonly number[], p: number): number {
 }
 
 export const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
+
+/** The least-squares line y = a + slope·x, with the standard error of its slope (0 for fewer than three points). */
+export function slope(xs: readonly number[], ys: readonly number[]): { slope: number; standardError: number } {
+  const n = Math.min(xs.length, ys.length);
+  if (n < 2) return { slope: 0, standardError: 0 };
+  const mean = (values: readonly number[]): number => values.slice(0, n).reduce((sum, v) => sum + v, 0) / n;
+  const mx = mean(xs);
+  const my = mean(ys);
+  let sxx = 0;
+  let sxy = 0;
+  for (let i = 0; i < n; i++) {
+    sxx += (xs[i]! - mx) ** 2;
+    sxy += (xs[i]! - mx) * (ys[i]! - my);
+  }
+  if (sxx === 0) return { slope: 0, standardError: 0 };
+  const b = sxy / sxx;
+  let residuals = 0;
+  for (let i = 0; i < n; i++) residuals += (ys[i]! - (my + b * (xs[i]! - mx))) ** 2;
+  return { slope: b, standardError: n > 2 ? Math.sqrt(residuals / (n - 2) / sxx) : 0 };
+}
