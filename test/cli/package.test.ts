@@ -35,6 +35,8 @@ test('the bin is the compiled JavaScript, run by node; nothing of the build is i
   expect(readFileSync(warden.bin, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
   for (const absent of ['tsx', 'typescript', 'node-pty', '@swc/core']) expect(existsSync(join(warden.project, 'node_modules', absent))).toBe(false);
   expect(readFileSync(join(warden.packageDir, 'LICENSE'), 'utf8')).toMatch(/^Mozilla Public License Version 2\.0\n/);
+  // The README's jobspecs for running Warden on Nomad ship with it.
+  for (const jobspec of ['warden-watch.nomad.hcl', 'warden-serve.nomad.hcl']) expect(readFileSync(join(warden.packageDir, 'deploy', jobspec), 'utf8')).toMatch(/^job "/m);
   const installed = JSON.parse(readFileSync(join(warden.packageDir, 'package.json'), 'utf8')) as { engines: { node: string }; dependencies: Record<string, string> };
   expect(installed.engines.node).toBe('>=20.18.1');
   expect(Object.keys(installed.dependencies)).not.toContain('node-pty');
