@@ -116,6 +116,18 @@ function compileGuard(machine: AnyStateMachine, guard: unknown, where: string): 
   return (args) => expression(args, undefined);
 }
 
+/**
+ * Whether merging `assigned` over `context` would only copy `assigned`: a plain object with the
+ * context's keys, in the same order, and no other.
+ */
+function coversEveryKey(assigned: Context, context: Context): boolean {
+  if (Object.getPrototypeOf(assigned) !== Object.prototype) return false;
+  const keys = Object.keys(assigned);
+  let i = 0;
+  for (const key in context) if (keys[i++] !== key) return false;
+  return i === keys.length;
+}
+
 function compileAction(machine: AnyStateMachine, action: unknown, where: string): Assignment {
   const implementations = machine.implementations.actions as Record<string, unknown>;
   const resolved: unknown = typeof action === 'string' ? implementations[action] : action;
@@ -124,8 +136,12 @@ function compileAction(machine: AnyStateMachine, action: unknown, where: string)
     throw new UnsupportedMachineError(`${where}: action ${JSON.stringify(action)} is not an assign of a function`);
   }
   const assignment = given as (args: { context: Context; event: Event }, params: undefined) => Context;
-  // XState merges what an assign returns over the context it had.
-  return (context, event) => ({ ...context, ...assignment({ context, event }, undefined) });
+  // XState merges what an assign returns over the context it had; an assign that returns a whole
+  // context (every key the context has: the health machine's all do) merges into a copy of itself.
+  return (context, event) => {
+    const assigned = assignment({ context, event }, undefined);
+    return coversEveryKey(assigned, context) ? assigned : { ...context, ...assigned };
+  };
 }
 
 /** The machine's states, each with its candidate transitions by event type, read from its definition. */
