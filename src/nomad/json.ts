@@ -39,6 +39,8 @@ const NANO_TIME_KEYS: ReadonlySet<string> = new Set([
 
 /** Every timestamp key ends in "Time", so one indexOf needle finds them all. */
 const NEEDLE = 'Time":';
+/** The other keys by what comes before their "Time": matched in the text, without slicing a key out of it. */
+const PREFIXED_KEYS = [...NANO_TIME_KEYS].filter((key) => key !== 'Time').map((key) => ({ key, prefix: key.slice(0, -'Time'.length) }));
 const QUOTE = 0x22;
 const OPEN_BRACE = 0x7b;
 const COMMA = 0x2c;
@@ -57,6 +59,16 @@ interface NanoTimes {
   digits: string[];
 }
 
+/** The timestamp key whose quoted name ends with the "Time" at `i` (the constant itself), or undefined. */
+function timestampKeyAt(text: string, i: number): string | undefined {
+  if (text.charCodeAt(i - 1) === QUOTE) return 'Time';
+  for (const { key, prefix } of PREFIXED_KEYS) {
+    const start = i - prefix.length;
+    if (text.charCodeAt(start - 1) === QUOTE && text.startsWith(prefix, start)) return key;
+  }
+  return undefined;
+}
+
 function scanNanoTimes(text: string): NanoTimes {
   const found: NanoTimes = { keys: [], digits: [] };
   for (let i = text.indexOf(NEEDLE); i !== -1; i = text.indexOf(NEEDLE, i + NEEDLE.length)) {
@@ -65,13 +77,12 @@ function scanNanoTimes(text: string): NanoTimes {
     for (let c = text.charCodeAt(end); c >= 0x30 && c <= 0x39; c = text.charCodeAt(++end));
     if (!isUnsafeDigits(text, start, end)) continue;
     // Only a key can be followed by `":` outside a string; check it opens after `{` or `,`. Most
-    // are task events' "Time", whose quote is right before the needle: no search, no slice.
-    const plainTime = text.charCodeAt(i - 1) === QUOTE;
-    const keyStart = plainTime ? i - 1 : text.lastIndexOf('"', i);
-    const before = text.charCodeAt(keyStart - 1);
+    // are task events' "Time", whose quote is right before the needle.
+    const key = timestampKeyAt(text, i);
+    if (key === undefined) continue;
+    // The key's opening quote is `key.length - 4` characters before "Time"'s, and one more before it.
+    const before = text.charCodeAt(i - (key.length - 4) - 2);
     if (before !== OPEN_BRACE && before !== COMMA) continue;
-    const key = plainTime ? 'Time' : text.slice(keyStart + 1, i + 4);
-    if (!NANO_TIME_KEYS.has(key)) continue;
     found.keys.push(key);
     found.digits.push(text.slice(start, end));
   }
