@@ -162,4 +162,24 @@ describe('compileFlatMachine refuses what it would not run as XState does', () =
     }
     expect(state).toMatchObject({ value: 'done', status: 'done', output: 30 });
   });
+
+  test('an assign of part of the context, or of its keys in another order, is merged over it as XState merges it', () => {
+    const machine = setup({
+      types: { context: {} as { n: number; label: string }, events: {} as { type: 'part' } | { type: 'reordered' } },
+      actions: {
+        part: assign(({ context }) => ({ n: context.n + 1 })),
+        reordered: assign(({ context }) => ({ label: `${context.label}!`, n: context.n * 2 })),
+      },
+    }).createMachine({ context: { n: 1, label: 'a' }, initial: 'a', states: { a: { on: { part: { actions: 'part' }, reordered: { actions: 'reordered' } } } } });
+    const stepper = new FlatMachineStepper<string, { n: number; label: string }, { type: 'part' } | { type: 'reordered' }>(machine);
+    let [snapshot] = initialTransition(machine);
+    let state = stepper.initial({ n: 1, label: 'a' });
+    for (const type of ['part', 'reordered', 'part'] as const) {
+      [snapshot] = transition(machine, snapshot, { type });
+      state = stepper.step(state, { type });
+      expect(state.context).toEqual(snapshot.context);
+      expect(Object.keys(state.context)).toEqual(Object.keys(snapshot.context));
+    }
+    expect(state.context).toEqual({ n: 5, label: 'a!' });
+  });
 });
