@@ -80,8 +80,15 @@ describe('the fake, as Nomad 1.1.2', () => {
 });
 
 describe('the fake’s terminal', () => {
-  /** Live (not reaped, not a zombie) per /proc. */
-  const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  /** Live (not reaped, not a zombie) per /proc; read once, since it can be reaped between two looks. */
+  const alive = (pid: number): boolean => {
+    try {
+      return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw error;
+    }
+  };
 
   test('a command’s output is whole however late it is read: the terminal stays until its end is read (Nomad reads to the end first)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'warden-pty-'));
