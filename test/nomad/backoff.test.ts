@@ -53,6 +53,25 @@ describe('AllocationFreshness', () => {
     expect(freshness.known('b')).toBe(2);
     expect(freshness.size).toBe(1);
   });
+
+  it('is bounded: an allocation not updated while a generation of others were is forgotten, the rest still guarded', () => {
+    const freshness = new AllocationFreshness(2);
+    freshness.admit('a', 1);
+    freshness.admit('b', 2);
+    freshness.admit('c', 3);
+    // A full generation (a, b) is kept whole beside the new one.
+    expect([freshness.known('a'), freshness.known('b'), freshness.known('c')]).toEqual([1, 2, 3]);
+    expect(freshness.admit('a', 1)).toBe(false);
+    // Updated again: it moves to the newest generation.
+    expect(freshness.admit('a', 4)).toBe(true);
+    freshness.admit('d', 5);
+    expect([freshness.known('a'), freshness.known('b'), freshness.known('c'), freshness.known('d')]).toEqual([4, undefined, 3, 5]);
+    expect(freshness.size).toBe(3);
+    for (let i = 0; i < 1_000; i++) freshness.admit(`x${i}`, 10 + i);
+    expect(freshness.size).toBeLessThanOrEqual(4);
+    expect(freshness.admit('x999', 1_009)).toBe(false);
+    expect(() => new AllocationFreshness(0)).toThrow(RangeError);
+  });
 });
 
 describe('resyncScope', () => {
