@@ -17,6 +17,15 @@
  *   bare client's cycles/s.
  *
  *   npx tsx bench/pools.ts [--rate 1000] [--seconds 20] [--warmup 8] [--pool 200]
+ *
+ * Measured (2 cores shared with other work): claim p50 / p99 84-94 / 366-466 µs at pools of 10 and
+ * 1,000 alike (Map 0.4-0.75 / 3-4.6 µs); running → claimable 3.3 / 8.1 ms vs the bare reader's 1.7 /
+ * 5.5 ms. Churn: offered 1,000/s, 513 claims/s vs the bare client's 606 cycles/s (0.85): this machine
+ * cannot make a claim's Nomad traffic 1,000 times a second even without Warden (the fake alone needs
+ * 1-1.7 ms CPU a cycle). At --rate 400 the pool holds (idle min 168 of 200), 2.4-2.6 ms Warden CPU a
+ * claim. The heap's slope per claim (177 ± 70 B at 400/s) is the event stream's memory of each
+ * allocation's newest version filling up to its bound (2 × 131,072 allocations): with that bound set
+ * to 1,000 for the measurement, 59 ± 64 B, zero within the noise.
  */
 import { performance } from 'node:perf_hooks';
 import { request } from 'undici';

@@ -20,14 +20,14 @@
  *   npx tsx bench/serve.ts [--pairs 600] [--concurrency 16] [--claims 400] [--latency-pool 50] [--seconds 5] [--workers 4]
  *
  * Measured (`npx tsx bench/serve.ts`, 2 cores shared with other work, so ±40% from run to run):
- * claims 116-186 pairs/s vs 6,700-8,800 bare (0.013-0.028); the pools alone make 233-238/s (the
- * API keeps 0.5-0.8 of that): a pair is Nomad's writes (a purge, the replacement runner's job, its
- * used mark), and XState copies the environment's children at each runner spawned and stopped, so
- * with the ~600 runners this needs the pool's own work per claim grows (resolveStop, 1.2 ms per
- * stop in a profile). Claim latency from a warm pool of 50 at rest: p50 0.66 ms / p99 1.66 ms vs
- * bare 0.041 / 0.137 ms. `true` over the WebSocket: 79-80 executions/s on 4 runners vs 1,664-1,940
- * bare ws (0.04-0.05); Runner.execute() alone 61-89/s: an execution under a terminal is two exec
- * sessions and a process on a pty, the API adds nothing measurable.
+ * claims 247-284 pairs/s vs 3,700-5,600 bare (0.05-0.07); the pools alone make 367-443/s (the API
+ * keeps 0.56-0.77 of that): a pair is Nomad's writes (a purge, the replacement runner's job, its used
+ * mark). Before the runners left the environment's children (XState copied them at each spawn and
+ * stop: 1.2 ms per stop at ~600 runners) it was 116-186 pairs/s. Claim latency from a warm pool of
+ * 50 at rest: p50 0.77-1.18 ms / p99 2.9-5.7 ms vs bare 0.055-0.085 / 0.88-2.0 ms. `true` over the
+ * WebSocket: 64-79 executions/s on 4 runners vs 1,366-1,848 bare ws (0.05); Runner.execute() alone
+ * 72/s: an execution under a terminal is two exec sessions and a process on a pty, the API adds
+ * little.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
