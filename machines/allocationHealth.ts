@@ -60,10 +60,17 @@ function record(context: AllocationHealthContext, event: AllocationHealthEvent):
 }
 
 // The guards of one event all judge the same next context: compute it once.
-let lastRecord: { context: AllocationHealthContext; event: AllocationHealthEvent; next: AllocationHealthContext } | undefined;
+// (Three variables, not a record of them: no object allocated per event.)
+let recordedFrom: AllocationHealthContext | undefined;
+let recordedEvent: AllocationHealthEvent | undefined;
+let recordedNext: AllocationHealthContext | undefined;
 function recorded(context: AllocationHealthContext, event: AllocationHealthEvent): AllocationHealthContext {
-  if (lastRecord?.context !== context || lastRecord.event !== event) lastRecord = { context, event, next: record(context, event) };
-  return lastRecord.next;
+  if (recordedFrom !== context || recordedEvent !== event || recordedNext === undefined) {
+    recordedNext = record(context, event);
+    recordedFrom = context;
+    recordedEvent = event;
+  }
+  return recordedNext;
 }
 
 type Judged = (next: AllocationHealthContext) => boolean;

@@ -9,7 +9,7 @@
  * invocations, no wildcard events. So its definition is read once (`compileFlatMachine`) into, per
  * state and event type, the candidate transitions in order, and a step is what XState does for a
  * machine of that shape: the first candidate whose guard holds (named guards from the machine's
- * implementations, `not` / `and` / `or` evaluated by XState's own check), its assigns applied in
+ * implementations, `not` / `and` / `or` of them evaluated as XState's checks evaluate them), its assigns applied in
  * order (each merged over the context, as XState merges), its target entered, and a final target
  * makes the machine done with the root's output. No candidate: nothing changes. Compiling throws if
  * the machine ever uses anything else, and test/health/stepper.test.ts checks the steps against
@@ -18,7 +18,7 @@
  * The stored state (value, context, status, output) becomes an XState snapshot only when someone
  * asks for one (an inspector, a caller persisting it): `toSnapshot`.
  */
-import type { AnyStateMachine, SnapshotFrom } from 'xstate';
+import { and, not, or, type AnyStateMachine, type SnapshotFrom } from 'xstate';
 import { allocationHealthMachine, initialContext, type AllocationHealthState } from '../../machines/allocationHealth.js';
 import type { AllocationHealthContext, AllocationHealthEvent, AllocationHealthInput } from '../../machines/allocationHealthTypes.js';
 
@@ -96,9 +96,21 @@ interface TransitionLike {
   readonly reenter: boolean;
 }
 
-/** A built-in higher-order guard (XState's `not`, `and`, `or`): a function carrying its own `check`. */
+/** A built-in higher-order guard (XState's `not`, `and`, `or`): a function carrying its own `check` and its operands. */
 interface BuiltinGuard {
   check(snapshot: unknown, args: { context: Context; event: Event }, guard: unknown): boolean;
+  readonly guards?: readonly unknown[];
+}
+
+// XState's checks of its built-in guards, told apart by identity (one function per kind, shared by every instance).
+const NOT_CHECK = (not('') as unknown as BuiltinGuard).check;
+const AND_CHECK = (and([]) as unknown as BuiltinGuard).check;
+const OR_CHECK = (or([]) as unknown as BuiltinGuard).check;
+
+/** `and` (`any` false) or `or` (`any` true) of `guards`, stopping at the first that decides. */
+function holds(guards: readonly Guard[], args: Args, any: boolean): boolean {
+  for (const guard of guards) if (guard(args) === any) return any;
+  return !any;
 }
 
 function compileGuard(machine: AnyStateMachine, guard: unknown, where: string): Guard | undefined {
@@ -108,12 +120,23 @@ function compileGuard(machine: AnyStateMachine, guard: unknown, where: string): 
   const implementations = machine.implementations.guards as Record<string, unknown>;
   const resolved = typeof guard === 'string' ? implementations[guard] : guard;
   if (typeof resolved !== 'function') throw new UnsupportedMachineError(`${where}: guard ${JSON.stringify(guard)} is not a named or inline guard function`);
-  if ('check' in resolved) {
-    const builtin = resolved as unknown as BuiltinGuard;
-    return (args) => builtin.check(scope, args, resolved);
+  if (!('check' in resolved)) {
+    const expression = resolved as (args: Args, params: undefined) => boolean;
+    return (args) => expression(args, undefined);
   }
-  const expression = resolved as (args: Args, params: undefined) => boolean;
-  return (args) => expression(args, undefined);
+  const builtin = resolved as unknown as BuiltinGuard;
+  // not / and / or of named or inline guards: evaluated here, as XState's checks evaluate them (each
+  // operand given the step's context and event, no params; `and` and `or` stop at the first that
+  // decides), without resolving the operands by name and building their arguments on every step.
+  const operands = builtin.guards;
+  if (operands !== undefined && operands.every((operand) => typeof operand === 'string' || typeof operand === 'function')) {
+    const compiled = operands.map((operand) => compileGuard(machine, operand, where) as Guard);
+    const [first] = compiled;
+    if (builtin.check === NOT_CHECK && first !== undefined && compiled.length === 1) return (args) => !first(args);
+    if (builtin.check === AND_CHECK) return (args) => holds(compiled, args, false);
+    if (builtin.check === OR_CHECK) return (args) => holds(compiled, args, true);
+  }
+  return (args) => builtin.check(scope, args, resolved);
 }
 
 /**
