@@ -100,6 +100,9 @@ interface TaskStory {
   readonly lastAt: number | null;
   /** The client's reaction to a stop: its last Killing not followed by a start. */
   readonly killedAt: number | null;
+  /** While the views are merged: the story's next event, and the task as it stands before it. */
+  cursor: number;
+  current: TaskView;
 }
 
 const pendingTask = ({ hook, sidecar }: Pick<TaskView, 'hook' | 'sidecar'>): TaskView => makeTask('pending', false, 0, null, null, hook, sidecar);
@@ -175,7 +178,7 @@ function taskStory(name: string, base: TaskView, state: TaskState | undefined, a
     tasks.push(task);
   }
   const lastAt = events.length === 0 ? null : (events[events.length - 1] as TimedEvent).at;
-  return { name, start: base, events: events.length === 0 ? NO_EVENTS : events, after: tasks, final: finalState(task, finalView), lastAt, killedAt };
+  return { name, start: base, events: events.length === 0 ? NO_EVENTS : events, after: tasks, final: finalState(task, finalView), lastAt, killedAt, cursor: 0, current: base };
 }
 
 /**
@@ -215,30 +218,31 @@ function serverWriteTime(allocation: Allocation): number | undefined {
  * and long enough after the allocation was created.
  */
 function lostRun(story: TaskStory, finalRestarts: number, createdAt: number | null, minHealthyTimeMs: number): number | null {
-  const kept = story.events.filter((event) => event.type !== FINISHED);
-  const first = kept[0];
+  let first: TimedEvent | undefined;
+  let restartsKept = 0;
+  for (const event of story.events) {
+    if (event.type === FINISHED) continue;
+    first ??= event;
+    if (event.type === 'Restarting') restartsKept++;
+  }
   if (first === undefined || first.type === 'Received') return null;
-  const restartsKept = kept.filter((event) => event.type === 'Restarting').length;
   const ranBefore = finalRestarts > restartsKept || !BEFORE_START.has(first.type);
   if (!ranBefore) return null;
   if (createdAt !== null && first.at - createdAt < minHealthyTimeMs) return null;
   return first.at;
 }
 
-/** Every time a task's state may change, in order, once each (each story's events are in order already). */
-function stepTimes(stories: readonly TaskStory[], stopAt: number | undefined): number[] {
-  if (stories.length === 1 && stopAt === undefined) {
-    const times: number[] = [];
-    for (const event of (stories[0] as TaskStory).events) if (times.length === 0 || times[times.length - 1] !== event.at) times.push(event.at);
-    return times;
+/**
+ * The next time a task's state may change after the stories' cursors (and `stopAt`, while it is
+ * still ahead): the stories' events are each in time order already. +Infinity when none is left.
+ */
+function nextStepTime(stories: readonly TaskStory[], stopAt: number | undefined): number {
+  let at = stopAt ?? Number.POSITIVE_INFINITY;
+  for (const story of stories) {
+    const next = story.events[story.cursor];
+    if (next !== undefined && next.at < at) at = next.at;
   }
-  const all: number[] = stopAt === undefined ? [] : [stopAt];
-  for (const story of stories) for (const event of story.events) all.push(event.at);
-  all.sort((a, b) => a - b);
-  let kept = 0;
-  for (const at of all) if (kept === 0 || all[kept - 1] !== at) all[kept++] = at;
-  all.length = kept;
-  return all;
+  return at;
 }
 
 export function allocationHistory(allocation: Allocation, group: TaskGroup, options: HistoryOptions = {}): AllocationHistory {
@@ -277,24 +281,30 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   }
 
   // Merge the tasks' steps into allocation views, in time order (each view only if it differs from the one before).
-  const cursors: number[] = [];
-  const current: TaskView[] = [];
-  for (const story of stories) {
-    cursors.push(0);
-    current.push(story.start);
-  }
   const views: TimedView[] = [];
   let previous: AllocationView | undefined = base?.view;
-  for (const at of stepTimes(stories, stopAt)) {
-    const tasks: Record<string, TaskView> = {};
-    for (let s = 0; s < stories.length; s++) {
-      const story = stories[s] as TaskStory;
-      let index = cursors[s] as number;
-      while (index < story.events.length && (story.events[index] as TimedEvent).at <= at) current[s] = story.after[index++] as TaskView;
-      cursors[s] = index;
-      tasks[story.name] = current[s] as TaskView;
+  // The last view built, unless a task has moved since: one built now would be the same (and the
+  // same as `previous`, which it was pushed as or found equal to), so it is not built again.
+  let built: AllocationView | undefined;
+  let stopAhead = stopAt;
+  for (let at = nextStepTime(stories, stopAhead); at !== Number.POSITIVE_INFINITY; at = nextStepTime(stories, stopAhead)) {
+    if (stopAhead !== undefined && stopAhead <= at) stopAhead = undefined;
+    let moved = false;
+    for (const story of stories) {
+      let index = story.cursor;
+      while (index < story.events.length && (story.events[index] as TimedEvent).at <= at) {
+        const task = story.after[index++] as TaskView;
+        if (task !== story.current) moved = true;
+        story.current = task;
+      }
+      story.cursor = index;
     }
-    const view = { clientStatus: allocationStatus(tasks), desiredStatus: stopAt !== undefined && at >= stopAt ? desiredStatus : 'run', tasks };
+    const desired = stopAt !== undefined && at >= stopAt ? desiredStatus : 'run';
+    if (!moved && built !== undefined && built.desiredStatus === desired) continue;
+    const tasks: Record<string, TaskView> = {};
+    for (const story of stories) tasks[story.name] = story.current;
+    const view = { clientStatus: allocationStatus(tasks), desiredStatus: desired, tasks };
+    built = view;
     if (previous !== undefined && sameAllocationView(previous, view)) continue;
     views.push({ at, view });
     previous = view;
