@@ -170,8 +170,9 @@ export class JobCache {
     const deployment = allocation.DeploymentID ? this.deployments.get(allocation.DeploymentID) : undefined;
     const version = typeof own === 'number' ? own : deployment !== undefined && 'version' in deployment ? deployment.version : undefined;
     if (version === undefined) return undefined;
-    const entry = this.entries.get(key(namespace, allocation.JobID, version));
-    return entry !== undefined && 'job' in entry ? this.cached(key(namespace, allocation.JobID, version)) : undefined;
+    const versionKey = key(namespace, allocation.JobID, version);
+    const entry = this.entries.get(versionKey);
+    return entry !== undefined && 'job' in entry ? this.cached(versionKey) : undefined;
   }
 
   private async versionOf(allocation: Allocation, namespace: string): Promise<number | undefined> {
