@@ -3,6 +3,7 @@
  * FakeConsul, recordings) is its own entry point, `warden/testing`, so production code never loads it.
  */
 export * from './clock/index.js';
+export { processRandom, seededRandom, type RandomSource } from './random.js';
 export * from './nomad/index.js';
 export * from './streams/index.js';
 export * from './health/index.js';

@@ -18,7 +18,7 @@ export interface CommandIo {
   transport?: Omit<NomadTransportOptions, 'clock'>;
   /** Where the supervisor's log records go (the command line's pino logger on stderr); none: silence. */
   logger?: LogSink;
-  /** Jitter of reconnect back-off (default Math.random): a recording notes its draws, a replay gives them back. */
+  /** Jitter of reconnect back-off (default: processRandom): a recording notes its draws, a replay gives them back. */
   random?: () => number;
 }
 

@@ -41,7 +41,7 @@ export interface FreshnessOptions {
   readonly maxSettleMs?: number;
   /** Parallel reads of single allocations (default 8). */
   readonly concurrency?: number;
-  /** Jitter of the retry back-off (default Math.random). */
+  /** Jitter of the retry back-off (default: processRandom). */
   readonly random?: () => number;
 }
 

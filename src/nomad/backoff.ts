@@ -2,6 +2,7 @@
  * How long to wait before retrying: exponential back-off with jitter, as a pure function of the
  * attempt number, stretched to what the server asked for in Retry-After.
  */
+import { processRandom, type RandomSource } from '../random.js';
 
 export interface BackoffOptions {
   /** Delay ceiling of the first retry, ms (default 500). */
@@ -10,8 +11,8 @@ export interface BackoffOptions {
   maxMs?: number;
   /** Growth per attempt (default 2). */
   factor?: number;
-  /** Source of jitter in [0, 1); inject a seeded one for deterministic tests (default Math.random). */
-  random?: () => number;
+  /** Source of jitter in [0, 1); inject a seeded one for deterministic runs (default: processRandom). */
+  random?: RandomSource;
 }
 
 const DEFAULT_MAX_MS = 30_000;
@@ -21,7 +22,7 @@ const DEFAULT_MAX_MS = 30_000;
  * ceiling fixed plus up to half at random, so retries spread out yet never collapse to zero.
  */
 export function backoffDelay(attempt: number, options: BackoffOptions = {}): number {
-  const { initialMs = 500, maxMs = DEFAULT_MAX_MS, factor = 2, random = Math.random } = options;
+  const { initialMs = 500, maxMs = DEFAULT_MAX_MS, factor = 2, random = processRandom } = options;
   const ceiling = Math.min(maxMs, initialMs * factor ** Math.max(0, attempt - 1));
   return ceiling / 2 + (ceiling / 2) * Math.min(Math.max(random(), 0), 1);
 }

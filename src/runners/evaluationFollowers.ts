@@ -6,13 +6,14 @@
  * and stop (XState copies a parent's children), with every evaluation update of the cluster a step
  * of the supervisor's actor. An update reaches the one actor following its evaluation.
  */
-import { createActor, fromPromise, type ActorRefFrom } from 'xstate';
-import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
+import { createActor, type ActorRefFrom } from 'xstate';
+import type { evaluationMachine } from '../../machines/evaluation.js';
 import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId } from '../../machines/supervisor.js';
 import type { Clock } from '../clock/index.js';
 import type { InspectionObserver } from '../health/inspection.js';
 import type { NomadClient } from '../nomad/client.js';
+import { evaluationMachineOver } from '../supervisor/evaluationReads.js';
 import { PoolsStoppedError } from './errors.js';
 
 type EvaluationActor = ActorRefFrom<typeof evaluationMachine>;
@@ -36,16 +37,7 @@ export class EvaluationFollowers {
   private stopped = false;
 
   constructor(private readonly options: EvaluationFollowersOptions) {
-    const { nomad } = options;
-    this.machine = evaluationMachine.provide({
-      actors: {
-        // A blocking query once the machine knows an index (the stream is down): it waits for a change.
-        readEvaluation: fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
-          const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};
-          return (await nomad.getEvaluation(input.evalId, { ...query, signal })).body;
-        }),
-      },
-    });
+    this.machine = evaluationMachineOver(options.nomad);
   }
 
   /** The evaluation's outcome, in the Nomad CLI's terms; rejects with PoolsStoppedError when the pools stop first. */

@@ -53,7 +53,7 @@ export interface SupervisorOptions {
   settleMs?: number;
   /** Sees the event stream's batches and connection states as they arrive (metrics: see src/metrics). */
   streamMonitor?: EventStreamMonitor;
-  /** Jitter of every retry back-off, in [0, 1) (default Math.random): seed it for reproducible runs; a replay gives the recorded draws. */
+  /** Jitter of every retry back-off, in [0, 1) (default: processRandom, seeded from the OS): seed it for reproducible runs; a replay gives the recorded draws. */
   random?: () => number;
 }
 

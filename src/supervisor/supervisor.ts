@@ -1,9 +1,9 @@
 import { Observable, Subject, distinctUntilChanged, type Subscription } from 'rxjs';
-import { createActor, fromPromise, toPromise, type Actor, type AnyActorRef } from 'xstate';
-import { evaluationMachine, type ReadEvaluationInput } from '../../machines/evaluation.js';
-import type { EvaluationOutcome, EvaluationView } from '../../machines/evaluationOutcome.js';
+import { createActor, toPromise, type Actor, type AnyActorRef } from 'xstate';
+import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId, execActorId, supervisorMachine } from '../../machines/supervisor.js';
 import type { Allocation, Deployment, Evaluation } from '../nomad/types.js';
+import { evaluationMachineOver } from './evaluationReads.js';
 import type { CheckView } from '../../machines/allocationHealthTypes.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Clock } from '../clock/index.js';
@@ -170,14 +170,10 @@ export class Supervisor implements ExecTarget {
         next: (update) => this.consul?.update(update.checks),
         error: (error: unknown) => this.report({ kind: 'consul-unavailable', message: `Consul health watch ended: ${errorMessage(error)}` }),
       });
-    const readEvaluation = fromPromise<EvaluationView, ReadEvaluationInput>(async ({ input, signal }) => {
-      const query = input.index > 0 ? { index: input.index, waitMs: 60_000 } : {};
-      return (await nomad.getEvaluation(input.evalId, { ...query, signal })).body;
-    });
     this.execSessions = new ExecSessions(nomad.config, { clock });
     this.actor = createActor(
       supervisorMachine.provide({
-        actors: { evaluation: evaluationMachine.provide({ actors: { readEvaluation } }), execSession: this.execSessions.machine },
+        actors: { evaluation: evaluationMachineOver(nomad), execSession: this.execSessions.machine },
       }),
       { clock, ...(inspect ? { inspect } : {}) },
     );

@@ -1,7 +1,7 @@
 /**
  * Debian's chromium driven by playwright-core, for the page tests: nothing downloaded or installed
- * at run time; where no chromium is installed the tests are skipped with the reason (.ci/run
- * installs it). A fresh profile per launch, and the flags that keep Chromium off the network.
+ * at run time; where no chromium is installed they fail at once saying how to get one (.ci/run
+ * installs it): a page left untested is not a pass. A fresh profile per launch, and the flags that keep Chromium off the network.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -24,14 +24,17 @@ export const CHROMIUM_FLAGS = [
   '--disable-sync',
 ];
 
-/** describe, or describe.skip with a message saying why, where no chromium is installed. */
+/** describe where chromium is installed; elsewhere one test that fails saying how to get it. */
 export function describeWithBrowser(name: string, body: () => void): void {
   if (HAVE_CHROMIUM) {
     describe(name, body);
     return;
   }
-  console.warn(`SKIPPED "${name}": no chromium at ${CHROMIUM} (apt-get install chromium, as .ci/run does; or set WARDEN_CHROMIUM)`);
-  describe.skip(name, body);
+  describe(name, () => {
+    test('needs chromium', () => {
+      throw new Error(`no chromium at ${CHROMIUM}: apt-get install chromium (as .ci/run does), or set WARDEN_CHROMIUM`);
+    });
+  });
 }
 
 export interface Browser {

@@ -1,8 +1,8 @@
 /// <reference lib="dom" />
 // (for the callbacks given to page.evaluate, which run in the browser)
 /**
- * The inspector page in a real browser (Debian's chromium through playwright-core; skipped, saying
- * so, where none is installed): its layout at a desktop width and a phone width (with screenshots
+ * The inspector page in a real browser (Debian's chromium through playwright-core; where none is
+ * installed, a failing test says how to install it): its layout at a desktop width and a phone width (with screenshots
  * compared against test/inspect/screenshots/, UPDATE_SCREENSHOTS=1 to renew them after looking at
  * them), the chart lit for the shown allocation, the timeline and the deployment, names from the
  * cluster as text, live updates, the lost connection; everything loaded from the inspector itself.

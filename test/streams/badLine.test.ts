@@ -9,6 +9,7 @@
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { nomadEventStream, type EventBatch, type StreamState } from '../../src/nomad/eventStream.js';
+import { seededRandom } from '../../src/random.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { parseLossless, stringifyLossless } from '../../src/testing/losslessJson.js';
 import { isHeartbeatLine, type RecordedLine, type Scenario } from '../../src/testing/recording.js';
@@ -23,7 +24,6 @@ import {
   recordedOthers,
   replayThroughStream,
   scenario,
-  seededRandom,
 } from './replayHarness.js';
 
 type Batch = { Index: number; Events: { Topic: string; Key: string; Payload: Record<string, unknown> }[] };

@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { VirtualClock } from '../../src/clock/index.js';
+import { seededRandom } from '../../src/random.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { decodeFrame, isAllocationEvent } from '../../src/nomad/eventFrames.js';
 import { nomadEventStream, type EventBatch, type EventStreamOptions, type StreamState } from '../../src/nomad/eventStream.js';
@@ -84,16 +85,6 @@ export interface ReplayRun {
   regressions: string[];
 }
 
-/** A seeded jitter source (xorshift), so back-off delays are the same on every run. */
-export function seededRandom(seed: number): () => number {
-  let x = seed | 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 4_294_967_296;
-  };
-}
 
 export async function replayThroughStream(
   recorded: Scenario,

@@ -4,6 +4,7 @@
  * with the time it arrived on the command's clock. What Warden sends is not written beyond method
  * and path: request headers carry the token.
  */
+import { processRandom } from '../../random.js';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -43,7 +44,7 @@ export class TrafficRecorder {
   readonly layer: WireLayer = (network) => this.wrap(network);
   /** Give it as the back-off jitter source: each draw is noted, for a replay to draw the same. */
   readonly random = (): number => {
-    const value = Math.random();
+    const value = processRandom();
     this.note({ type: 'random', value });
     return value;
   };

@@ -13,21 +13,11 @@
  * The back-off jitter draws come back in the recorded order (then from a fixed seed), so reconnects
  * happen when they did.
  */
+import { seededRandom } from '../../random.js';
 import type { Clock } from '../../clock/index.js';
 import type { NomadWire, WireLayer, WireRequest, WireResponse } from '../wire.js';
 import type { BodyEntry, ChunkEntry, EndEntry, FailureEntry, RecordingEntry, ResponseEntry, TrafficRecording } from './format.js';
 
-/** mulberry32: the draws after the recorded ones run out, the same every replay. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Exchange {
   readonly head: ResponseEntry | FailureEntry;
@@ -85,7 +75,8 @@ export class ReplayWire implements NomadWire {
   readonly random = (): number => this.draws.shift() ?? this.afterDraws();
   private readonly exchanges = new Map<string, Exchange[]>();
   private readonly draws: number[] = [];
-  private readonly afterDraws = seeded(1);
+  /** The draws after the recorded ones run out: the same every replay. */
+  private readonly afterDraws = seededRandom(1);
   private readonly waiting = new Set<(error: Error) => void>();
   private readonly start: number;
 

@@ -1,18 +1,12 @@
 /** Deterministic randomness for the fake: UUIDs and jitter come from one seeded generator. */
+import { seededRandom } from '../../random.js';
+
 export class SeededRandom {
-  private state: number;
+  /** A uniform float in [0, 1). */
+  readonly next: () => number;
 
   constructor(seed: number) {
-    this.state = seed >>> 0;
-  }
-
-  /** mulberry32: a uniform float in [0, 1). */
-  next(): number {
-    this.state = (this.state + 0x6d2b79f5) >>> 0;
-    let t = this.state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    this.next = seededRandom(seed);
   }
 
   /** A Nomad-style UUID (8-4-4-4-12 lower-case hex). */
