@@ -5,12 +5,11 @@
  * folders), and the inactivity timeout destroying a runner under a running execution.
  */
 import { startServe, type ServeHarness } from './support/serveHarness.js';
+import { asRoot } from '../testing/helpers.js';
 
 const ENVIRONMENT = 1;
 const FILE = 'test.txt';
 const CONTENT = 'Hello, World!';
-// The runners' unprivileged user is nobody only when the server runs as root (setpriv).
-const asRoot = process.getuid?.() === 0 ? it : it.skip;
 
 describe('warden serve: runners and files (Poseidon e2e)', () => {
   let h: ServeHarness;

@@ -9,6 +9,7 @@ import { RunnerStoppedError } from '../../src/runners/errors.js';
 import { checkEnvironmentSpec, templateJob } from '../../src/runners/poseidonFormat.js';
 import type { RunnerStartup } from '../../src/runners/pools.js';
 import { collect, startPoolHarness, type PoolHarness } from './support/poolHarness.js';
+import { asRoot } from '../testing/helpers.js';
 
 describe('pool features the API stands on', () => {
   let h: PoolHarness;
@@ -85,8 +86,6 @@ describe('pool features the API stands on', () => {
     expect(runner.state).toBe('used');
   });
 
-  // setpriv (the harness's setuser) can drop to nobody only from root, as /sbin/setuser in Poseidon's images.
-  const asRoot = process.getuid?.() === 0 ? it : it.skip;
   asRoot('an unprivileged execution can work in the runner directory; files written by the pool stay protected', async () => {
     await environment(6, 1);
     const runner = h.pools.claim(6, { inactivityTimeoutS: 600 });

@@ -50,3 +50,18 @@ export function useFake(options: Omit<FakeNomadOptions, 'clock'> = {}, start = D
     get clock() { return current.clock!; },
   };
 }
+
+/**
+ * `it` as root; elsewhere a test that fails saying why. For executions that drop privileges:
+ * setpriv (the fake's setuser) can switch to nobody only from root, as /sbin/setuser in Poseidon's
+ * images does. CI runs as root.
+ */
+export const asRoot = (name: string, body: () => Promise<void>, timeout?: number): void => {
+  if (process.getuid?.() === 0) {
+    it(name, body, timeout);
+    return;
+  }
+  it(name, () => {
+    throw new Error('needs root: dropping to an unprivileged user (setpriv) is possible only from root');
+  });
+};
