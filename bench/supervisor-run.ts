@@ -7,6 +7,8 @@
  * - `floor-latency` / `warden-latency`: every allocation placed and running (Warden: heap per
  *   supervised allocation, after two full collections), then single-allocation failures, one at a
  *   time: from the server writing the line to the line parsed (floor) or its verdict (Warden).
+ * - `decoder-latency`: the floor's reader with Warden's own line decoder (decodeFrame: exact
+ *   timestamps, event checks) in place of JSON.parse: how much of Warden's latency is decoding.
  * - `timers-healthy` / `timers-deadline`: the timer benchmark (see bench/supervisor.ts).
  *
  * Every run first goes once through a small stream (2,000 allocations) with a supervisor (or floor
@@ -60,18 +62,21 @@ async function timed(run: () => Promise<void>): Promise<{ wallMs: number; cpuMs:
 
 // ---- the floor: a bare undici client that cuts the body into lines and gives each to JSON.parse ----
 
+type LineParser = (text: string) => { Events?: unknown[] } | null;
+const jsonParse: LineParser = (text) => JSON.parse(text) as { Events?: unknown[] };
+
 class FloorReader {
   private parsedLines = 0;
   private waiter: { lines: number; resolve: () => void } | undefined;
-  private readonly onLine: ((frame: { Events: unknown[] }) => void) | undefined;
 
-  private constructor(onLine?: (frame: { Events: unknown[] }) => void) {
-    this.onLine = onLine;
-  }
+  private constructor(
+    private readonly parse: LineParser,
+    private readonly onLine: ((frame: { Events: unknown[] }) => void) | undefined,
+  ) {}
 
   /** Connected once the server's first heartbeat is in. */
-  static async open(onLine?: (frame: { Events: unknown[] }) => void): Promise<FloorReader> {
-    const reader = new FloorReader(onLine);
+  static async open(onLine?: (frame: { Events: unknown[] }) => void, parse: LineParser = jsonParse): Promise<FloorReader> {
+    const reader = new FloorReader(parse, onLine);
     const { body } = await request(`${address}${STREAM_PATH}`);
     const chunks = body[Symbol.asyncIterator]();
     const first = await chunks.next();
@@ -96,7 +101,7 @@ class FloorReader {
         const text = pending.length === 0 ? chunk.toString('utf8', start, nl) : Buffer.concat([...pending, chunk.subarray(start, nl)]).toString('utf8');
         pending = [];
         start = nl + 1;
-        this.parsed(JSON.parse(text) as { Events?: unknown[] });
+        this.parsed(this.parse(text));
       }
       if (start < chunk.length) pending.push(chunk.subarray(start));
       const next = await chunks.next();
@@ -104,8 +109,8 @@ class FloorReader {
     }
   }
 
-  private parsed(frame: { Events?: unknown[] }): void {
-    if (frame.Events === undefined) return;
+  private parsed(frame: { Events?: unknown[] } | null): void {
+    if (frame?.Events === undefined) return;
     this.parsedLines++;
     this.onLine?.(frame as { Events: unknown[] });
     if (this.waiter !== undefined && this.parsedLines >= this.waiter.lines) {
@@ -116,9 +121,9 @@ class FloorReader {
   }
 }
 
-async function floorPass(stream: string): Promise<{ wallMs: number; cpuMs: number; events: number }> {
+async function floorPass(stream: string, parse: LineParser = jsonParse): Promise<{ wallMs: number; cpuMs: number; events: number }> {
   const { lines, events } = await select(stream);
-  const reader = await FloorReader.open();
+  const reader = await FloorReader.open(undefined, parse);
   const done = reader.lines(lines);
   return { ...(await timed(async () => {
     await bench('POST', '/bench/go');
@@ -189,13 +194,14 @@ async function latencies(samples: number, arrived: () => Promise<void>): Promise
   return seen.slice(samples).map((at, i) => Number(at - (written[samples + i] as bigint)) / 1e6);
 }
 
-async function latency(warden: boolean, allocations: number, samples: number): Promise<unknown> {
-  if (!warden) {
-    await floorPass('warm');
+async function latency(reader: 'floor' | 'decoder' | 'warden', allocations: number, samples: number): Promise<unknown> {
+  if (reader !== 'warden') {
+    const parse = reader === 'decoder' ? decodeFrame : jsonParse;
+    await floorPass('warm', parse);
     const { lines } = await select('tracked');
     let parsed: (() => void) | undefined;
-    const reader = await FloorReader.open(() => parsed?.());
-    const tracked = reader.lines(lines);
+    const floor = await FloorReader.open(() => parsed?.(), parse);
+    const tracked = floor.lines(lines);
     await bench('POST', '/bench/go');
     await tracked;
     return { latenciesMs: await latencies(samples, () => new Promise((resolve) => (parsed = resolve))) };
@@ -313,7 +319,7 @@ const allocations = Number(process.argv[4]);
 const samples = Number(process.argv[5]);
 const result =
   mode === 'floor-throughput' || mode === 'warden-throughput' ? await throughput(mode.startsWith('warden'), allocations)
-  : mode === 'floor-latency' || mode === 'warden-latency' ? await latency(mode.startsWith('warden'), allocations, samples)
+  : mode === 'floor-latency' || mode === 'decoder-latency' || mode === 'warden-latency' ? await latency(mode.slice(0, -'-latency'.length) as 'floor' | 'decoder' | 'warden', allocations, samples)
   : mode === 'timers-healthy' || mode === 'timers-deadline' ? await timers(mode === 'timers-healthy' ? 'healthy' : 'deadline', allocations)
   : undefined;
 if (result === undefined) throw new Error(`unknown mode ${mode}`);

@@ -18,7 +18,9 @@
  *   collections), then single-allocation failures, one line at a time, `--samples` measured after as
  *   many unmeasured (the JIT recompiles for them first: the steady state): from the server writing
  *   the line (process.hrtime: the same monotonic clock in both processes) to the line parsed (floor)
- *   or its verdict (Warden); p50 / p99 / max.
+ *   or its verdict (Warden); p50 / p99 / max. Beside them, the floor's reader with Warden's own line
+ *   decoder in place of JSON.parse (exact timestamps, event checks): the part of Warden's latency
+ *   that is decoding, and so the part that is judging (no target: it explains the one above).
  * - Timers (N = the largest): every allocation running and healthy through its min_healthy_time
  *   timer (10 s), or never started and unhealthy at its 5-minute healthy_deadline, on a
  *   VirtualClock: the inputs decoded up front by Warden's own decoder and handed to a Supervisor, then
@@ -63,20 +65,22 @@ function run<T>(mode: string, address: string, allocations: number): T {
   return JSON.parse(child.stdout) as T;
 }
 
-/** Floor and Warden runs side by side, `ROUNDS` times, in alternating order. */
-function paired<T>(floorMode: string, wardenMode: string, address: string, allocations: number): { floor: T[]; warden: T[] } {
-  const floor: T[] = [];
-  const warden: T[] = [];
+/** Runs of each mode side by side, `ROUNDS` times, each round starting with the next mode; the runs of each mode, in order. */
+function sideBySide<T>(modes: readonly string[], address: string, allocations: number): T[][] {
+  const runs: T[][] = modes.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
-    console.error(`  ${allocations}: ${floorMode} / ${wardenMode}, round ${round + 1} of ${ROUNDS}`);
-    if (round % 2 === 0) {
-      floor.push(run<T>(floorMode, address, allocations));
-      warden.push(run<T>(wardenMode, address, allocations));
-    } else {
-      warden.push(run<T>(wardenMode, address, allocations));
-      floor.push(run<T>(floorMode, address, allocations));
+    console.error(`  ${allocations}: ${modes.join(' / ')}, round ${round + 1} of ${ROUNDS}`);
+    for (let i = 0; i < modes.length; i++) {
+      const m = (round + i) % modes.length;
+      (runs[m] as T[]).push(run<T>(modes[m] as string, address, allocations));
     }
   }
+  return runs;
+}
+
+/** Floor and Warden runs side by side. */
+function paired<T>(floorMode: string, wardenMode: string, address: string, allocations: number): { floor: T[]; warden: T[] } {
+  const [floor, warden] = sideBySide<T>([floorMode, wardenMode], address, allocations) as [T[], T[]];
   return { floor, warden };
 }
 
@@ -132,7 +136,9 @@ for (const allocations of SIZES) {
   const server = await startServer(allocations);
   try {
     const throughput = paired<Throughput>('floor-throughput', 'warden-throughput', server.address, allocations);
-    const latency = paired<Latency>('floor-latency', 'warden-latency', server.address, allocations);
+    const [floorLatency, decoderLatency, wardenLatency] = sideBySide<Latency>(['floor-latency', 'decoder-latency', 'warden-latency'], server.address, allocations) as [Latency[], Latency[], Latency[]];
+    const latency = { floor: floorLatency, warden: wardenLatency };
+    const decoding = { floor: floorLatency, warden: decoderLatency };
     const events = throughput.floor[0]?.events ?? 0;
     const side = (runs: Throughput[]) => ({
       wallMs: round2(medianOf(runs, (r) => r.wallMs)),
@@ -148,12 +154,13 @@ for (const allocations of SIZES) {
       cpuVsFloor: round3(pairedRatio(throughput, (r) => r.cpuMs)),
       latencyP50VsFloor: round3(pairedRatio(latency, (r) => percentiles(r.latenciesMs).p50)),
       latencyP99VsFloor: round3(pairedRatio(latency, (r) => percentiles(r.latenciesMs).p99)),
+      decoderLatencyP50VsFloor: round3(pairedRatio(decoding, (r) => percentiles(r.latenciesMs).p50)),
     };
     const heap = medianOf(latency.warden, (r) => r.heapBytesPerAllocation ?? 0);
     sizes[allocations] = {
       events,
       throughput: { floor: side(throughput.floor), warden: side(throughput.warden) },
-      latencyMs: { samples: SAMPLES, floor: latencySide(latency.floor), warden: latencySide(latency.warden) },
+      latencyMs: { samples: SAMPLES, floor: latencySide(latency.floor), decoder: latencySide(decoderLatency), warden: latencySide(latency.warden) },
       heapBytesPerSupervisedAllocation: Math.round(heap),
       ratios,
     };
