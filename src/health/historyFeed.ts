@@ -97,11 +97,13 @@ export function judgeSight(
   } = {},
 ): Sight {
   const id = options.id ?? allocation.ID;
-  const base = registry.lastView(id);
-  if (base !== undefined) {
-    const history = allocationHistory(allocation, group, { base });
-    registry.observe(id, history);
-    return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > base.at ? history.asOf : null, problems: history.problems };
+  let baseAt = 0;
+  const history = registry.observeSince(id, (base) => {
+    baseAt = base.at;
+    return allocationHistory(allocation, group, { base });
+  });
+  if (history !== undefined) {
+    return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > baseAt ? history.asOf : null, problems: history.problems };
   }
   const opening = openingHistory(allocation, group, policy, options.rewatchedFrom);
   if (opening.kind === 'unreported') return opening;

@@ -203,10 +203,16 @@ export class HealthRegistry {
     return { state: entry.value, outcome: entry.context.outcome, rejected: entry.context.rejected };
   }
 
-  /** The view last fed, and the data time it held from: where the allocation's next history picks up. */
-  lastView(allocationId: string): { readonly at: number; readonly view: AllocationView } | undefined {
+  /**
+   * Feeds the history `since` tells from the view last fed and the data time it held from (where
+   * the allocation's next history picks up), and returns it; undefined when the allocation is unknown.
+   */
+  observeSince<H extends HealthHistory>(allocationId: string, since: (base: { readonly at: number; readonly view: AllocationView }) => H): H | undefined {
     const entry = this.entries.get(allocationId);
-    return entry === undefined ? undefined : { at: entry.viewAt, view: entry.context.view };
+    if (entry === undefined) return undefined;
+    const history = since({ at: entry.viewAt, view: entry.context.view });
+    this.feed(allocationId, entry, history);
+    return history;
   }
 
   /** The machine snapshot itself (for the inspector, or to persist with `getPersistedSnapshot`). */

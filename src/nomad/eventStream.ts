@@ -186,9 +186,10 @@ class StreamSession {
     this.state = new BehaviorSubject<StreamState>({ status: 'stopped', lastIndex: 0, failures: 0, skippedEvents: 0, skippedBatches: 0, emptyCloses: 0 });
   }
 
-  setStatus(status: StreamStatus, extra: Partial<StreamState> = {}): void {
+  setStatus(status: StreamStatus, extra?: Partial<StreamState>): void {
     const { lastIndex, failures, skippedEvents, skippedBatches, emptyCloses } = this;
-    this.state.next({ status, lastIndex, failures, skippedEvents, skippedBatches, emptyCloses, ...extra });
+    const state = { status, lastIndex, failures, skippedEvents, skippedBatches, emptyCloses };
+    this.state.next(extra === undefined ? state : { ...state, ...extra });
   }
 
   /** One connection: never completes; fails (to be retried) when the stream breaks or ends. */
@@ -288,29 +289,32 @@ class StreamSession {
     }
     // A heartbeat after the first line: this connection has stayed up for a heartbeat interval.
     if (frame === null) {
-      if (this.linesThisConnection > 1) this.markHealthy();
+      if (this.linesThisConnection > 1 && this.markHealthy()) this.setStatus('streaming');
       return;
     }
     this.deliverFrame(frame, deliver);
   }
 
-  /** Resets the failure count, once per connection. */
-  private markHealthy(): void {
-    if (this.healthy) return;
+  /** Resets the failure count, once per connection; true when that changed the state. */
+  private markHealthy(): boolean {
+    if (this.healthy) return false;
     this.healthy = true;
-    if (this.failures > 0) {
-      this.failures = 0;
-      this.setStatus('streaming');
-    }
+    if (this.failures === 0) return false;
+    this.failures = 0;
+    return true;
   }
 
-  /** Moves lastIndex up to `index` (a newer frame): the connection got past where it last failed. */
-  private advanceTo(index: number): void {
-    if (index <= this.lastIndex) return;
+  /**
+   * Moves lastIndex up to `index` (a newer frame): the connection got past where it last failed.
+   * True when it moved; the caller tells the state once the frame is delivered, so that the frame's
+   * verdicts do not wait on the state's subscribers and a state's lastIndex is always delivered.
+   */
+  private advanceTo(index: number): boolean {
+    if (index <= this.lastIndex) return false;
     this.lastIndex = index;
-    this.deliveredAtLast.clear();
+    if (this.deliveredAtLast.size > 0) this.deliveredAtLast.clear();
     this.markHealthy();
-    this.setStatus('streaming');
+    return true;
   }
 
   /** True the first time a skip is seen at or above the start index (Nomad may send a batch again). */
@@ -328,10 +332,12 @@ class StreamSession {
   private skipBatch(skipped: BatchSkips, deliver: (batch: EventBatch) => void): void {
     const first = this.firstReport(skipped);
     if (first) this.skippedBatches++;
-    this.advanceTo(skipped.index);
-    if (!first) return;
-    this.relistAfterSkip();
-    deliver({ index: skipped.index, events: [], resync: false, skipped });
+    const advanced = this.advanceTo(skipped.index);
+    if (first) {
+      this.relistAfterSkip();
+      deliver({ index: skipped.index, events: [], resync: false, skipped });
+    }
+    if (advanced) this.setStatus('streaming');
   }
 
   private deliverFrame(frame: DecodedFrame, deliver: (batch: EventBatch) => void): void {
@@ -340,7 +346,7 @@ class StreamSession {
     // updates are judged on their own ModifyIndex instead: in a replay they are old too, but a
     // frame that arrives out of order can still hold the newest version.
     if (frame.Index < this.startIndex) return;
-    this.advanceTo(frame.Index);
+    const advanced = this.advanceTo(frame.Index);
     const current = frame.Index === this.lastIndex;
     const events = frame.Events.filter((event) =>
       isAllocationEvent(event) ? this.admit(event.Payload.Allocation) : current && this.firstAtLast(event),
@@ -351,6 +357,7 @@ class StreamSession {
       this.relistAfterSkip();
       deliver({ index: frame.Index, events, resync: false, skipped });
     } else if (events.length > 0) deliver({ index: frame.Index, events, resync: false });
+    if (advanced) this.setStatus('streaming');
   }
 
   /** Something was skipped: an allocation update it carried is recovered by listing (see pump). */
