@@ -15,8 +15,9 @@
  *   settle window and the freshness read never run; timers have their own figure below. Wall time,
  *   and CPU time of the reading process (its every thread: GC helpers included).
  * - Latency: N allocations running (Warden: the heap per supervised allocation, after two full
- *   collections), then single-allocation failures, one line at a time, `--samples` measured after as
- *   many unmeasured (the JIT recompiles for them first: the steady state): from the server writing
+ *   collections), then single-allocation failures, one line at a time, `--samples` measured after
+ *   `--warmup` unmeasured (the JIT recompiles for them first: both readers settle after ~3,000
+ *   lines; the figures are of the steady state): from the server writing
  *   the line (process.hrtime: the same monotonic clock in both processes) to the line parsed (floor)
  *   or its verdict (Warden); p50 / p99 / max. Beside them, the floor's reader with Warden's own line
  *   decoder in place of JSON.parse (exact timestamps, event checks): the part of Warden's latency
@@ -29,7 +30,7 @@
  *   loopback: one read per round, not per allocation). Wall time of the hand-over (`feed`) and of the
  *   verdicts (`decide`), and heap per allocation while they wait.
  *
- *   npx tsx bench/supervisor.ts [--allocations 10000,100000] [--rounds 5] [--samples 1000] [--batch 100]
+ *   npx tsx bench/supervisor.ts [--allocations 10000,100000] [--rounds 5] [--samples 1000] [--warmup 4000] [--batch 100]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
@@ -40,13 +41,14 @@ import { median, numberOption } from './support/figures.js';
 const SIZES = (process.argv.includes('--allocations') ? (process.argv[process.argv.indexOf('--allocations') + 1] ?? '') : '10000,100000').split(',').map(Number);
 const ROUNDS = numberOption('rounds', 5);
 const SAMPLES = numberOption('samples', 1_000);
+const WARMUP = numberOption('warmup', 4_000);
 const BATCH = numberOption('batch', 100);
 const TARGETS = { throughputVsFloor: 0.6, cpuVsFloor: 1.7, latencyP50VsFloor: 1.3, latencyP99VsFloor: 1.3, heapBytesPerAllocation: 1.25 * 1024, timerSeconds: 5 };
 
 const here = import.meta.dirname;
 
 async function startServer(allocations: number): Promise<{ address: string; stop: () => void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'supervisor-server.ts'), String(allocations), String(BATCH), String(2 * SAMPLES)], {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'supervisor-server.ts'), String(allocations), String(BATCH), String(WARMUP + SAMPLES)], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const first = await createInterface({ input: child.stdout })[Symbol.asyncIterator]().next();
@@ -56,7 +58,7 @@ async function startServer(allocations: number): Promise<{ address: string; stop
 }
 
 function run<T>(mode: string, address: string, allocations: number): T {
-  const child = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'supervisor-run.ts'), mode, address, String(allocations), String(SAMPLES)], {
+  const child = spawnSync(process.execPath, ['--import', 'tsx', join(here, 'supervisor-run.ts'), mode, address, String(allocations), String(SAMPLES), String(WARMUP)], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 16 * 1024 * 1024,
@@ -131,6 +133,8 @@ const target = (figure: string, value: number, bound: number, atLeast: boolean):
 
 const sizes: Record<string, unknown> = {};
 let timers: Record<string, unknown> | undefined;
+// Each single line fails an allocation of its own.
+if (WARMUP + SAMPLES > Math.min(...SIZES)) throw new Error(`--warmup + --samples (${WARMUP + SAMPLES}) is more than the smallest --allocations`);
 for (const allocations of SIZES) {
   console.error(`bench/supervisor: ${allocations} allocations: building the server's streams …`);
   const server = await startServer(allocations);
@@ -160,7 +164,7 @@ for (const allocations of SIZES) {
     sizes[allocations] = {
       events,
       throughput: { floor: side(throughput.floor), warden: side(throughput.warden) },
-      latencyMs: { samples: SAMPLES, floor: latencySide(latency.floor), decoder: latencySide(decoderLatency), warden: latencySide(latency.warden) },
+      latencyMs: { samples: SAMPLES, warmup: WARMUP, floor: latencySide(latency.floor), decoder: latencySide(decoderLatency), warden: latencySide(latency.warden) },
       heapBytesPerSupervisedAllocation: Math.round(heap),
       ratios,
     };
