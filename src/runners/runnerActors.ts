@@ -5,9 +5,10 @@
  * claim (a runner stopped, its replacement started) cost O(pool), ~1.2 ms at 600 runners.
  */
 import { createActor, type AnyActorRef } from 'xstate';
-import { runnerActorId, runnerMachine } from '../../machines/runner.js';
-import type { RunnerActors, RunnerInput } from '../../machines/runnerTypes.js';
+import { runnerActorId, runnerMachine, writeRetryMs } from '../../machines/runner.js';
+import type { RunnerActors, RunnerInput, RunnerIo, RunnerReport } from '../../machines/runnerTypes.js';
 import type { Clock } from '../clock/index.js';
+import { errorMessage } from '../errorMessage.js';
 import type { InspectionObserver } from '../health/inspection.js';
 import type { RunnerActor } from './runner.js';
 
@@ -33,8 +34,42 @@ export class RunnerActorMap implements RunnerActors {
     const forget = (): void => {
       if (this.actors.get(runnerId) === actor) this.actors.delete(runnerId);
     };
-    actor.subscribe({ complete: forget, error: forget });
+    actor.subscribe({
+      complete: forget,
+      error: (error: unknown) => {
+        forget();
+        this.failed(input, environment, error);
+      },
+    });
     actor.start();
+  }
+
+  /**
+   * A runner's actor failed (a bug): nothing else will tell its environment or stop its job, so the
+   * map does what the runner's stopping would have: its environment counts it failed and forgets it
+   * (the pool replaces it, after a back-off in case the bug recurs), its executions end, and its job
+   * is purged, retried on the clock until Nomad takes it.
+   */
+  private failed(input: RunnerInput, environment: AnyActorRef, error: unknown): void {
+    if (this.stopped) return;
+    const { runnerId, io } = input;
+    const message = `its actor failed: ${errorMessage(error)}`;
+    if (environment.getSnapshot().status === 'active') {
+      const reports: RunnerReport[] = [{ type: 'RUNNER.STOPPING', runnerId, failed: true, reason: message }, { type: 'RUNNER.DESTROYED', runnerId }];
+      for (const report of reports) environment.send(report);
+    }
+    try {
+      io.endExecutions(runnerId, { kind: 'destroyed', message, failure: true });
+    } catch {
+      // The failure may have been this very call: the executions end with their connections instead.
+    }
+    this.purge(io, runnerId, 1);
+  }
+
+  private purge(io: RunnerIo, runnerId: string, attempt: number): void {
+    io.deregisterRunner({ runnerId }).catch(() => {
+      if (!this.stopped) this.options.clock.setTimeout(() => this.purge(io, runnerId, attempt + 1), writeRetryMs(attempt));
+    });
   }
 
   get(runnerId: string): RunnerActor | undefined {

@@ -1,7 +1,8 @@
 /**
  * The pool under churn, as a property on the VirtualClock: an environment actor over a simulated
  * Nomad (writes that take time and fail when told, allocations that start, fail, get lost or
- * restart) takes random claims, releases, losses, failures, pool-size and template changes, with
+ * restart) takes random claims, releases, losses, failures, pool-size and template changes, and
+ * runners whose actor fails on a bug as they stop (as a throwing io would make it), with
  * these invariants checked after every step:
  * - no runner is ever handed to two claims;
  * - never over-provisioned: idle + provisioning ≤ prewarmingPoolSize;
@@ -24,6 +25,7 @@ type Step =
   | { kind: 'release'; pick: number }
   | { kind: 'lose'; pick: number; used: boolean }
   | { kind: 'restart'; pick: number }
+  | { kind: 'crash'; pick: number }
   | { kind: 'failPlacements'; times: number }
   | { kind: 'failAllocations'; times: number }
   | { kind: 'failWrites'; times: number }
@@ -36,6 +38,7 @@ const steps: fc.Arbitrary<Step> = fc.oneof(
   { arbitrary: fc.record({ kind: fc.constant('release' as const), pick: fc.nat(20) }), weight: 3 },
   { arbitrary: fc.record({ kind: fc.constant('lose' as const), pick: fc.nat(20), used: fc.boolean() }), weight: 2 },
   { arbitrary: fc.record({ kind: fc.constant('restart' as const), pick: fc.nat(20) }), weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('crash' as const), pick: fc.nat(20) }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('failPlacements' as const), times: fc.integer({ min: 1, max: 4 }) }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('failAllocations' as const), times: fc.integer({ min: 1, max: 3 }) }), weight: 1 },
   { arbitrary: fc.record({ kind: fc.constant('failWrites' as const), times: fc.integer({ min: 1, max: 3 }) }), weight: 1 },
@@ -51,6 +54,8 @@ class SimulatedNomad implements EnvironmentIo {
   placementFailures = 0;
   allocationFailures = 0;
   writeFailures = 0;
+  /** Runners whose stop throws in their actor (a bug): their actor fails instead of stopping. */
+  readonly crashing = new Set<string>();
   private index = 1;
   send: (runnerId: string, allocation: RunnerAllocation) => void = () => undefined;
 
@@ -75,7 +80,9 @@ class SimulatedNomad implements EnvironmentIo {
 
   registerTemplate = (): Promise<void> => this.later(20, () => undefined);
   deregisterTemplate = (): Promise<void> => this.later(20, () => undefined);
-  endExecutions = (): void => undefined;
+  endExecutions = (runnerId: string): void => {
+    if (this.crashing.delete(runnerId)) throw new Error(`a bug in runner ${runnerId}`);
+  };
 
   registerRunner = ({ runnerId }: { runnerId: string }): Promise<void> =>
     this.later(50, () => {
@@ -214,6 +221,15 @@ async function runScenario(script: readonly Step[]): Promise<void> {
         }
         break;
       }
+      case 'crash': {
+        const id = pick([...context.idle, ...context.used], step.pick);
+        if (id) {
+          nomad.crashing.add(id);
+          runner(id)?.send({ type: 'DESTROY', reason: 'released' });
+          expect(runner(id)).toBeUndefined();
+        }
+        break;
+      }
       case 'failPlacements':
         nomad.placementFailures += step.times;
         break;
@@ -260,6 +276,17 @@ describe('runner pool under churn (property, VirtualClock)', () => {
       fc.asyncProperty(fc.array(steps, { minLength: 5, maxLength: 60 }), (script) => runScenario(script)),
       { numRuns: 150 },
     );
+  });
+
+  it('replaces a runner whose actor fails, and purges its job', async () => {
+    await runScenario([
+      { kind: 'advance', ms: 2_000 },
+      { kind: 'claim', timeoutS: 0 },
+      { kind: 'failWrites', times: 2 },
+      { kind: 'crash', pick: 0 },
+      { kind: 'crash', pick: 1 },
+      { kind: 'advance', ms: 2_000 },
+    ]);
   });
 
   it('a long churn of claims and releases with failures in between', async () => {
