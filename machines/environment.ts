@@ -126,7 +126,8 @@ export const environmentMachine = setup({
       const [runnerId, ...rest] = context.idle;
       if (runnerId === undefined) return;
       enqueue.assign({ idle: rest, used: [...context.used, runnerId], claim: { claimId: event.claimId, runnerId } });
-      for (const runner of actorsOf(context, [runnerId])) enqueue.sendTo(runner, { type: 'CLAIM', timeoutMs: event.timeoutMs, at: event.at });
+      const runner = context.runnerActors.get(runnerId);
+      if (runner !== undefined) enqueue.sendTo(runner, { type: 'CLAIM', timeoutMs: event.timeoutMs, at: event.at });
     }),
     refuseClaim: assign({ claim: ({ event }) => (event.type === 'CLAIM' ? { claimId: event.claimId, runnerId: undefined } : undefined) }),
     startRunners: enqueueActions(({ context, enqueue, self }) => {

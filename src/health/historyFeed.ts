@@ -100,7 +100,7 @@ export function judgeSight(
   let baseAt = 0;
   const history = registry.observeSince(id, (base) => {
     baseAt = base.at;
-    return allocationHistory(allocation, group, { base });
+    return followingHistory(allocation, group, base);
   });
   if (history !== undefined) {
     return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > baseAt ? history.asOf : null, problems: history.problems };

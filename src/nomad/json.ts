@@ -210,8 +210,7 @@ const QUOTED_SOURCE = /,? ?(?:\.\.\.)?"[\s\S]*"(?:\.\.\.)? is not valid JSON$/;
 
 function parseJson(text: string): unknown {
   try {
-    const value: unknown = JSON.parse(text);
-    return value;
+    return JSON.parse(text);
   } catch (error) {
     throw new NomadDecodeError(`malformed JSON: ${errorMessage(error).replace(QUOTED_SOURCE, ' (not valid JSON)')}`, text);
   }

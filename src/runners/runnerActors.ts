@@ -55,8 +55,8 @@ export class RunnerActorMap implements RunnerActors {
     const { runnerId, io } = input;
     const message = `its actor failed: ${errorMessage(error)}`;
     if (environment.getSnapshot().status === 'active') {
-      const reports: RunnerReport[] = [{ type: 'RUNNER.STOPPING', runnerId, failed: true, reason: message }, { type: 'RUNNER.DESTROYED', runnerId }];
-      for (const report of reports) environment.send(report);
+      environment.send({ type: 'RUNNER.STOPPING', runnerId, failed: true, reason: message } satisfies RunnerReport);
+      environment.send({ type: 'RUNNER.DESTROYED', runnerId } satisfies RunnerReport);
     }
     try {
       io.endExecutions(runnerId, { kind: 'destroyed', message, failure: true });
@@ -74,11 +74,6 @@ export class RunnerActorMap implements RunnerActors {
 
   get(runnerId: string): RunnerActor | undefined {
     return this.actors.get(runnerId);
-  }
-
-  /** Runners alive now. */
-  get size(): number {
-    return this.actors.size;
   }
 
   /** Stops every runner where it is, and any started later (the supervisor stopped): nothing more is written for them, their jobs stay as they are. */

@@ -146,11 +146,9 @@ export class JobCache {
 
   /** The job version `allocation` runs (see the module comment for how the version is found). */
   async jobFor(allocation: Allocation): Promise<Job> {
+    const cached = this.cachedJobFor(allocation);
+    if (cached !== undefined) return cached;
     const namespace = namespaceOf(allocation);
-    if (allocation.Job) {
-      this.remember(allocation.Job, namespace);
-      return allocation.Job;
-    }
     const version = await this.versionOf(allocation, namespace);
     return version === undefined ? this.latest(namespace, allocation.JobID) : this.get(namespace, allocation.JobID, version);
   }
@@ -166,23 +164,29 @@ export class JobCache {
       this.remember(allocation.Job, namespace);
       return allocation.Job;
     }
-    const own = (allocation as { JobVersion?: unknown }).JobVersion;
-    const deployment = allocation.DeploymentID ? this.deployments.get(allocation.DeploymentID) : undefined;
-    const version = typeof own === 'number' ? own : deployment !== undefined && 'version' in deployment ? deployment.version : undefined;
+    const version = this.knownVersionOf(allocation);
     if (version === undefined) return undefined;
     const versionKey = key(namespace, allocation.JobID, version);
     const entry = this.entries.get(versionKey);
     return entry !== undefined && 'job' in entry ? this.cached(versionKey) : undefined;
   }
 
-  private async versionOf(allocation: Allocation, namespace: string): Promise<number | undefined> {
+  /** The version the allocation names, or its deployment's when the cache knows that deployment. */
+  private knownVersionOf(allocation: Allocation): number | undefined {
     const own = (allocation as { JobVersion?: unknown }).JobVersion;
     if (typeof own === 'number') return own;
+    const deployment = allocation.DeploymentID ? this.deployments.get(allocation.DeploymentID) : undefined;
+    return deployment !== undefined && 'version' in deployment ? deployment.version : undefined;
+  }
+
+  private async versionOf(allocation: Allocation, namespace: string): Promise<number | undefined> {
+    const version = this.knownVersionOf(allocation);
+    if (version !== undefined) return version;
     const deploymentId = allocation.DeploymentID;
     if (deploymentId !== undefined && deploymentId !== '') {
       const known = this.deployments.get(deploymentId);
-      if (known !== undefined && 'version' in known) return known.version;
-      if (known === undefined || known.until <= this.clock.now()) {
+      // Not known, or a failure to read it no longer remembered (a known version was taken above).
+      if (known === undefined || ('until' in known && known.until <= this.clock.now())) {
         try {
           const deployment = await this.once(`deployment\u0000${deploymentId}`, async () => {
             return (await this.source.getDeployment(deploymentId, { namespace })).body;
