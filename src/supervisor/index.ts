@@ -91,7 +91,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
 export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
 export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
 export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from '../deployments/deploymentWatch.js';
-export type { SupervisorInput } from './inputs.js';
+export { eachInput, type SupervisorInput, type SupervisorInputs } from './inputs.js';
 export type { EventStreamMonitor } from './nomadSource.js';
 export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
 export { ShardError, shardOf, type JobShard, type SupervisorScope } from './scope.js';

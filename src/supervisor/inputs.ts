@@ -16,3 +16,14 @@ export type SupervisorInput =
   | { kind: 'connection'; state: Exclude<ConnectionState, 'stopped'>; attempt?: number; retryInMs?: number; reason?: string; index?: number }
   /** An event that could not be used (wrong shape): reported with its index and skipped; or the stream gave up. */
   | { kind: 'problem'; problem: 'bad-payload' | 'stream-failed' | 'stream-refused'; message: string; index?: number };
+
+/**
+ * What a source emits: one input, or the inputs of one event stream batch at once, taken in order
+ * (one emission per batch instead of one per event through the source's operators).
+ */
+export type SupervisorInputs = SupervisorInput | readonly SupervisorInput[];
+
+/** The inputs of one emission, in order. */
+export function eachInput(inputs: SupervisorInputs): readonly SupervisorInput[] {
+  return Array.isArray(inputs) ? (inputs as readonly SupervisorInput[]) : [inputs as SupervisorInput];
+}

@@ -1,4 +1,4 @@
-import { Observable, combineLatest, concatMap, distinctUntilChanged, map, merge, tap } from 'rxjs';
+import { type Observable, combineLatest, concatMap, distinctUntilChanged, map, merge, tap } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import type { BackoffOptions } from '../nomad/backoff.js';
 import type { NomadClient } from '../nomad/client.js';
@@ -7,7 +7,7 @@ import { NomadHttpError } from '../nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
 import type { NomadEvent } from '../nomad/types.js';
 import { isJobPurge } from '../streams/jobCache.js';
-import type { SupervisorInput } from './inputs.js';
+import type { SupervisorInput, SupervisorInputs } from './inputs.js';
 import type { ResolvedScope } from './scope.js';
 
 /** The topics the supervisor follows. */
@@ -80,19 +80,6 @@ export function batchInputs(batch: EventBatch): SupervisorInput[] {
   return inputs;
 }
 
-/** Each batch's inputs, one by one, as the batch comes (concatMap over a synchronous `from`, without an inner subscription per batch). */
-function inputsOf(batches: Observable<EventBatch>): Observable<SupervisorInput> {
-  return new Observable<SupervisorInput>((subscriber) =>
-    batches.subscribe({
-      next: (batch) => {
-        for (const input of batchInputs(batch)) subscriber.next(input);
-      },
-      error: (error: unknown) => subscriber.error(error),
-      complete: () => subscriber.complete(),
-    }),
-  );
-}
-
 /** All streams streaming → streaming; otherwise the state of the first that is not. */
 function combinedState(states: readonly StreamState[]): StreamState {
   return states.find((state) => state.status !== 'streaming') ?? (states[0] as StreamState);
@@ -150,7 +137,7 @@ export interface NomadSourceOptions {
  * (a single one for `*`), listing the allocations first (restart safety: list, then watch), with
  * the stream's connection state interleaved as inputs.
  */
-export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, options: NomadSourceOptions = {}): Observable<SupervisorInput> {
+export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, options: NomadSourceOptions = {}): Observable<SupervisorInputs> {
   const { monitor = {}, backoff } = options;
   const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
   const streams = namespaces.map((namespace) => {
@@ -160,7 +147,8 @@ export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Cl
       state: monitor.state === undefined ? stream.state : stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),
     };
   });
-  const batches = inputsOf(streams.length === 1 ? (streams[0] as (typeof streams)[number]).batches : merge(...streams.map((stream) => stream.batches)));
+  // Each batch's inputs go on as one emission (the supervisor takes them in order).
+  const batches = (streams.length === 1 ? (streams[0] as (typeof streams)[number]).batches : merge(...streams.map((stream) => stream.batches))).pipe(map(batchInputs));
   // A state comes with every frame (its index moves): one stream's go straight to the comparison.
   const states = (streams.length === 1 ? (streams[0] as (typeof streams)[number]).state : combineLatest(streams.map((stream) => stream.state)).pipe(map(combinedState))).pipe(
     distinctUntilChanged((a, b) => a.status === b.status && a.failures === b.failures),

@@ -22,7 +22,7 @@ import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/al
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
 import type { DeploymentResult } from '../deployments/deploymentWatch.js';
 import { DeploymentGates, type WaitForDeploymentOptions } from '../deployments/deploymentGates.js';
-import type { SupervisorInput } from './inputs.js';
+import { eachInput, type SupervisorInput, type SupervisorInputs } from './inputs.js';
 import { silentLogger, structuredLogger, type LogSink, type Logger } from './logger.js';
 import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
@@ -34,8 +34,8 @@ export interface SupervisorRuntimeOptions {
   /** The cluster's client: job, deployment and evaluation reads. */
   nomad: NomadClient;
   clock: Clock;
-  /** Cluster updates, in order: the event stream (nomadSource.ts) or any other source. */
-  source: Observable<SupervisorInput>;
+  /** Cluster updates, in order, one at a time or a batch at once: the event stream (nomadSource.ts) or any other source. */
+  source: Observable<SupervisorInputs>;
   scope?: SupervisorScope;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   policy?: OptInHealthPolicy;
@@ -190,7 +190,9 @@ export class Supervisor implements ExecTarget {
     }).pipe(distinctUntilChanged());
     this.actor.start();
     this.subscription = options.source.subscribe({
-      next: (input) => this.receive(input),
+      next: (inputs) => {
+        for (const input of eachInput(inputs)) this.receive(input);
+      },
       error: (error: unknown) => this.report({ kind: 'stream-failed', message: errorMessage(error) }),
     });
   }

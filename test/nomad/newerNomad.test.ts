@@ -6,13 +6,13 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { firstValueFrom, filter, toArray, take, type Subscription } from 'rxjs';
+import { concatMap, firstValueFrom, filter, toArray, take, type Subscription } from 'rxjs';
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { NomadHttpError, NomadStreamError } from '../../src/nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../../src/nomad/eventStream.js';
 import { nomadSource } from '../../src/supervisor/nomadSource.js';
-import type { SupervisorInput } from '../../src/supervisor/inputs.js';
+import { eachInput, type SupervisorInput } from '../../src/supervisor/inputs.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
 import { FakeNomad, type FakeNomadOptions } from '../../src/testing/fakeNomad.js';
 import { serviceJob } from '../testing/helpers.js';
@@ -178,7 +178,7 @@ describe('a refused subscription', () => {
     const clock = new VirtualClock();
     const client = new NomadClient({ address: server.address }, { clock });
     const inputs: SupervisorInput[] = [];
-    const subscription = nomadSource(client, resolveScope(), clock).subscribe((input) => inputs.push(input));
+    const subscription = nomadSource(client, resolveScope(), clock).subscribe((emitted) => inputs.push(...eachInput(emitted)));
     const backingOff = () => inputs.filter((i) => i.kind === 'connection' && i.state === 'backingOff');
     await until(clock, () => backingOff().length >= 4, 'four refusals');
     const problems = inputs.filter((i) => i.kind === 'problem');
@@ -195,6 +195,7 @@ describe('a refused subscription', () => {
     const env = await setUp({ token: 'right' }, 'wrong');
     const problem = await firstValueFrom(
       nomadSource(env.client, resolveScope(), env.clock).pipe(
+        concatMap(eachInput),
         filter((i) => i.kind === 'problem'),
         take(1),
         toArray(),
@@ -240,7 +241,7 @@ describe('topics and payload keys Nomad 1.1.2 did not have', () => {
     const clock = new VirtualClock();
     const client = new NomadClient({ address: server.address }, { clock });
     const inputs: SupervisorInput[] = [];
-    const subscription = nomadSource(client, resolveScope(), clock).subscribe((input) => inputs.push(input));
+    const subscription = nomadSource(client, resolveScope(), clock).subscribe((emitted) => inputs.push(...eachInput(emitted)));
     await until(clock, () => inputs.some((i) => i.kind === 'allocation'), 'allocation input');
     expect(inputs.filter((i) => i.kind === 'problem')).toEqual([]);
     expect(inputs.filter((i) => i.kind === 'allocation').map((i) => (i.kind === 'allocation' ? [i.allocation.ID, i.index] : []))).toEqual([['a1', 7]]);

@@ -3,7 +3,7 @@
  * registered again under a purged ID starts over at version 0 with another spec: the cache must
  * not answer with the purged one.
  */
-import { firstValueFrom, filter, take, toArray } from 'rxjs';
+import { concatMap, firstValueFrom, filter, take, toArray } from 'rxjs';
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { isJobEvent } from '../../src/nomad/eventFrames.js';
@@ -12,6 +12,7 @@ import type { JobEvent } from '../../src/nomad/types.js';
 import { JobCache, isJobPurge } from '../../src/streams/jobCache.js';
 import { nomadSource } from '../../src/supervisor/nomadSource.js';
 import { resolveScope } from '../../src/supervisor/scope.js';
+import { eachInput } from '../../src/supervisor/inputs.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { serviceJob } from '../testing/helpers.js';
 import { fixtures, resolveWhile, until } from '../nomad/support.js';
@@ -77,6 +78,7 @@ describe('a purged job', () => {
       env.clock,
       firstValueFrom(
         nomadSource(env.client, resolveScope(), env.clock).pipe(
+          concatMap(eachInput),
           filter((input) => input.kind === 'job'),
           take(2),
           toArray(),
