@@ -158,7 +158,8 @@ export class HealthRegistry {
     this.inspection?.started(allocationId, input, this.snapshotOf(allocationId, entry));
     if (checks.length > 0) this.step(allocationId, entry, { type: 'observe', checks, now: start.at });
     this.feed(allocationId, entry, history);
-    return this.status(allocationId) as HealthStatus;
+    // Its status as fed, even when a listener dropped it on reaching a verdict.
+    return this.statusOf(entry);
   }
 
   /** Feeds a view seen now; returns false when the allocation is unknown or the view changed nothing. */
@@ -199,7 +200,10 @@ export class HealthRegistry {
 
   status(allocationId: string): HealthStatus | undefined {
     const entry = this.entries.get(allocationId);
-    if (entry === undefined) return undefined;
+    return entry === undefined ? undefined : this.statusOf(entry);
+  }
+
+  private statusOf(entry: Entry): HealthStatus {
     return { state: entry.value, outcome: entry.context.outcome, rejected: entry.context.rejected };
   }
 

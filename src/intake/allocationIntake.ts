@@ -366,7 +366,8 @@ export class AllocationIntake {
     const opening = admitted.opening;
     const rewatchedFrom = opening ? admitted.rewatchedFrom : undefined;
     try {
-      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, rewatchedFrom === undefined ? { id } : { id, rewatchedFrom });
+      // Until its opening sight, no machine runs for it.
+      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, { id, unstarted: opening, ...(rewatchedFrom === undefined ? {} : { rewatchedFrom }) });
       for (const problem of sight.problems) logger.debug('allocation history', { allocId: id, problem });
       if (sight.kind === 'unreported') {
         const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
@@ -388,7 +389,7 @@ export class AllocationIntake {
         return;
       }
       // The checks as known now: they count from now, not from the history's start.
-      if (opening && registry.has(id) && checksRequired(admitted.policy)) {
+      if (opening && checksRequired(admitted.policy) && registry.has(id)) {
         registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group));
       }
     } catch (error) {
@@ -399,10 +400,12 @@ export class AllocationIntake {
   }
 
   private onHealthChange(change: HealthChange): void {
+    // A machine steps a few times per update: its transitions are looked up only for a subscriber.
+    if (change.type === 'transition' && !this.changeSubject.observed) return;
     const admitted = this.admitted.get(change.allocationId);
     if (!admitted) return;
     if (change.type === 'transition') {
-      if (this.changeSubject.observed) this.changeSubject.next({ alloc: admitted.ref, from: change.from, to: change.to, at: change.at });
+      this.changeSubject.next({ alloc: admitted.ref, from: change.from, to: change.to, at: change.at });
       return;
     }
     this.admitted.delete(change.allocationId);
