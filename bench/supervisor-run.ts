@@ -11,11 +11,13 @@
  *   timestamps, event checks) in place of JSON.parse: how much of Warden's latency is decoding.
  * - `timers-healthy` / `timers-deadline`: the timer benchmark (see bench/supervisor.ts).
  *
- * Every run first goes once through a small stream (2,000 allocations) with a supervisor (or floor
- * reader) of its own that it then drops, so that the JIT has compiled what the measured run runs,
- * as in a supervisor that has been up for a while.
+ * Every run first goes `warm passes` times through a small stream (2,000 allocations) with a
+ * supervisor (or floor reader) of its own that it then drops, so that the JIT has compiled what the
+ * measured run runs, as in a supervisor that has been up for a while. One pass is not enough: the
+ * CPU time of each pass keeps falling until about the fifth, in both readers (measured, ms per pass:
+ * Warden 474, 224, 152, 125, 114, then 110–125; the floor 177, 104, 89, 99, 102, then 75–85).
  *
- *   node --import tsx bench/supervisor-run.ts <mode> <server address> <allocations> <samples> [<unmeasured samples>]
+ *   node --import tsx bench/supervisor-run.ts <mode> <server address> <allocations> <samples> [<unmeasured samples> [<warm passes>]]
  */
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn } from 'node:timers/promises';
@@ -166,13 +168,14 @@ async function wardenPass(stream: string, allocations: number): Promise<{ wallMs
 
 const WARM = 2_000;
 
+/** The warm passes: the small stream, `warmPasses` times, each with a reader of its own. */
+async function warmUp(reader: 'warden' | LineParser): Promise<void> {
+  for (let pass = 0; pass < warmPasses; pass++) await (reader === 'warden' ? wardenPass('warm', WARM) : floorPass('warm', reader));
+}
+
 async function throughput(warden: boolean, allocations: number): Promise<unknown> {
-  if (warden) {
-    await wardenPass('warm', WARM);
-    return wardenPass('full', allocations);
-  }
-  await floorPass('warm');
-  return floorPass('full');
+  await warmUp(warden ? 'warden' : jsonParse);
+  return warden ? wardenPass('full', allocations) : floorPass('full');
 }
 
 /**
@@ -200,7 +203,7 @@ async function latencies(samples: number, unmeasured: number, arrived: () => Pro
 async function latency(reader: 'floor' | 'decoder' | 'warden', allocations: number, samples: number): Promise<unknown> {
   if (reader !== 'warden') {
     const parse = reader === 'decoder' ? decodeFrame : jsonParse;
-    await floorPass('warm', parse);
+    await warmUp(parse);
     const { lines } = await select('tracked');
     let parsed: (() => void) | undefined;
     const floor = await FloorReader.open(() => parsed?.(), parse);
@@ -209,7 +212,7 @@ async function latency(reader: 'floor' | 'decoder' | 'warden', allocations: numb
     await tracked;
     return { latenciesMs: await latencies(samples, unmeasured, () => new Promise((resolve) => (parsed = resolve))) };
   }
-  await wardenPass('warm', WARM);
+  await warmUp('warden');
   await select('tracked');
   const { supervisor } = wardenOver(allocations);
   await streaming(supervisor);
@@ -321,6 +324,7 @@ async function timers(kind: 'healthy' | 'deadline', allocations: number): Promis
 const allocations = Number(process.argv[4]);
 const samples = Number(process.argv[5]);
 const unmeasured = Number(process.argv[6] ?? samples);
+const warmPasses = Number(process.argv[7] ?? 1);
 const result =
   mode === 'floor-throughput' || mode === 'warden-throughput' ? await throughput(mode.startsWith('warden'), allocations)
   : mode === 'floor-latency' || mode === 'decoder-latency' || mode === 'warden-latency' ? await latency(mode.slice(0, -'-latency'.length) as 'floor' | 'decoder' | 'warden', allocations, samples)
