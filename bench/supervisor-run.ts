@@ -168,14 +168,16 @@ async function wardenPass(stream: string, allocations: number): Promise<{ wallMs
 
 const WARM = 2_000;
 
-/** The warm passes: the small stream, `warmPasses` times, each with a reader of its own. */
-async function warmUp(reader: 'warden' | LineParser): Promise<void> {
-  for (let pass = 0; pass < warmPasses; pass++) await (reader === 'warden' ? wardenPass('warm', WARM) : floorPass('warm', reader));
+/** The warm passes: the small stream, `warmPasses` times, each with a reader of its own; the CPU ms of each. */
+async function warmUp(reader: 'warden' | LineParser): Promise<number[]> {
+  const cpu: number[] = [];
+  for (let pass = 0; pass < warmPasses; pass++) cpu.push((await (reader === 'warden' ? wardenPass('warm', WARM) : floorPass('warm', reader))).cpuMs);
+  return cpu;
 }
 
 async function throughput(warden: boolean, allocations: number): Promise<unknown> {
-  await warmUp(warden ? 'warden' : jsonParse);
-  return warden ? wardenPass('full', allocations) : floorPass('full');
+  const warmCpuMs = await warmUp(warden ? 'warden' : jsonParse);
+  return { ...(await (warden ? wardenPass('full', allocations) : floorPass('full'))), warmCpuMs };
 }
 
 /**

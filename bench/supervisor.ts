@@ -96,6 +96,8 @@ interface Throughput {
   wallMs: number;
   cpuMs: number;
   events: number;
+  /** CPU ms of each warm pass before the measured run. */
+  warmCpuMs: number[];
 }
 interface Latency {
   latenciesMs: number[];
@@ -154,6 +156,8 @@ for (const allocations of SIZES) {
       wallMs: round2(medianOf(runs, (r) => r.wallMs)),
       cpuMs: round2(medianOf(runs, (r) => r.cpuMs)),
       eventsPerSecond: Math.round(events / (medianOf(runs, (r) => r.wallMs) / 1000)),
+      // Each warm pass's CPU (median over the runs): where it levels off, the JIT has settled.
+      warmPassCpuMs: Array.from({ length: WARM_PASSES }, (_, pass) => Math.round(medianOf(runs, (r) => r.warmCpuMs[pass] ?? Number.NaN))),
     });
     const latencySide = (runs: Latency[]) => {
       const each = runs.map((r) => percentiles(r.latenciesMs));
