@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { systemClock } from '../src/clock/index.js';
 import { FakeNomad } from '../src/testing/fakeNomad.js';
+import { cpuMs } from './support/figures.js';
 
 const fake = await FakeNomad.start({
   clock: systemClock,
@@ -23,7 +24,6 @@ process.stdout.write(`${fake.address}\n`);
 const commands = createInterface({ input: process.stdin });
 commands.on('line', (line) => {
   if (line !== 'cpu') return;
-  const { user, system } = process.cpuUsage();
-  process.stdout.write(`${(user + system) / 1000}\n`);
+  process.stdout.write(`${cpuMs()}\n`);
 });
 commands.on('close', () => void fake.close().then(() => process.exit(0)));

@@ -39,8 +39,8 @@ import { createSupervisor } from '../src/supervisor/index.js';
 import { SUPERVISOR_TOPICS } from '../src/supervisor/nomadSource.js';
 import type { Supervisor } from '../src/supervisor/supervisor.js';
 import { FakeNomad } from '../src/testing/fakeNomad.js';
-import { numberOption, percentile, round, slope } from './support/figures.js';
-import { cpuMs, withFakeNomadProcess, type FakeNomadProcess } from './support/fakeNomadProcess.js';
+import { cpuMs, numberOption, percentile, round, slope } from './support/figures.js';
+import { withFakeNomadProcess, type FakeNomadProcess } from './support/fakeNomadProcess.js';
 import { heapUsed } from './support/heap.js';
 
 const RATE = numberOption('rate', 1_000);

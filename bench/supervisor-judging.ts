@@ -17,7 +17,7 @@ import { NomadClient } from '../src/nomad/client.js';
 import { decodeFrame } from '../src/nomad/eventFrames.js';
 import { batchInputs } from '../src/supervisor/nomadSource.js';
 import { Supervisor, type SupervisorInputs } from '../src/supervisor/index.js';
-import { median, numberOption, round } from './support/figures.js';
+import { cpuMs, median, numberOption, round } from './support/figures.js';
 import { benchStreams } from './supervisor-stream.js';
 
 const ALLOCATIONS = numberOption('allocations', 10_000);
@@ -30,11 +30,6 @@ const POLICY = { minHealthyTimeMs: 3_600_000, healthyDeadlineMs: 7_200_000 };
 const start = Date.UTC(2026, 0, 1);
 const streams = benchStreams(ALLOCATIONS, BATCH, start, POLICY);
 const lines = [...streams.placed(), ...streams.running(), ...streams.failing()];
-
-const cpuMs = (): number => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-};
 
 /** A client that reads nothing: every verdict here comes from the stream, and a read would be a bug of this benchmark. */
 function clientWithoutNetwork(clock: VirtualClock): NomadClient {

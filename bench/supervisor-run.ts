@@ -30,6 +30,7 @@ import { tapResponse, type WireLayer } from '../src/nomad/wire.js';
 import { createSupervisor, Supervisor, type SupervisorInput } from '../src/supervisor/index.js';
 import { batchInputs, SUPERVISOR_TOPICS } from '../src/supervisor/nomadSource.js';
 import { heapUsed } from './support/heap.js';
+import { cpuMs } from './support/figures.js';
 
 const [mode, address] = process.argv.slice(2) as [string, string];
 const STREAM_PATH = `/v1/event/stream?index=0&${SUPERVISOR_TOPICS.map((topic) => `topic=${topic}`).join('&')}`;
@@ -49,10 +50,6 @@ async function bench(method: 'GET' | 'POST', path: string): Promise<string> {
 }
 const select = async (name: string): Promise<Selected> => JSON.parse(await bench('POST', `/bench/select?name=${name}`)) as Selected;
 
-const cpuMs = (): number => {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-};
 const monotonicNs = (): bigint => process.hrtime.bigint();
 
 /** Wall and CPU milliseconds of `run`, which starts the server writing and resolves at the end. */

@@ -7,12 +7,6 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 
-/** CPU time a process used (user + system), ms. */
-export function cpuMs(): number {
-  const { user, system } = process.cpuUsage();
-  return (user + system) / 1000;
-}
-
 export interface FakeNomadProcess {
   address: string;
   /** CPU time the fake's process has used so far, ms. */

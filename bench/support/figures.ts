@@ -22,6 +22,12 @@ export function percentile(values: readonly number[], p: number): number {
 
 export const round = (value: number, digits = 2): number => Number(value.toFixed(digits));
 
+/** CPU time this process has used (user + system, every thread), ms. */
+export function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
+
 /** The least-squares line y = a + slope·x, with the standard error of its slope (0 for fewer than three points). */
 export function slope(xs: readonly number[], ys: readonly number[]): { slope: number; standardError: number } {
   const n = Math.min(xs.length, ys.length);

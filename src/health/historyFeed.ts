@@ -94,20 +94,16 @@ export function judgeSight(
     readonly rewatchedFrom?: number;
     /** The key the registry knows the allocation by (default its ID): one string kept, whichever copy brought it. */
     readonly id?: string;
-    /** The caller knows the registry has no machine for it yet (it has not been judged): the registry is not asked. */
-    readonly unstarted?: boolean;
   } = {},
 ): Sight {
   const id = options.id ?? allocation.ID;
-  if (options.unstarted !== true) {
-    let baseAt = 0;
-    const history = registry.observeSince(id, (base) => {
-      baseAt = base.at;
-      return followingHistory(allocation, group, base);
-    });
-    if (history !== undefined) {
-      return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > baseAt ? history.asOf : null, problems: history.problems };
-    }
+  let baseAt = 0;
+  const history = registry.observeSince(id, (base) => {
+    baseAt = base.at;
+    return followingHistory(allocation, group, base);
+  });
+  if (history !== undefined) {
+    return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > baseAt ? history.asOf : null, problems: history.problems };
   }
   const opening = openingHistory(allocation, group, policy, options.rewatchedFrom);
   if (opening.kind === 'unreported') return opening;

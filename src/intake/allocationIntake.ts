@@ -366,8 +366,7 @@ export class AllocationIntake {
     const opening = admitted.opening;
     const rewatchedFrom = opening ? admitted.rewatchedFrom : undefined;
     try {
-      // Until its opening sight, no machine runs for it.
-      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, { id, unstarted: opening, ...(rewatchedFrom === undefined ? {} : { rewatchedFrom }) });
+      const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, rewatchedFrom === undefined ? { id } : { id, rewatchedFrom });
       for (const problem of sight.problems) logger.debug('allocation history', { allocId: id, problem });
       if (sight.kind === 'unreported') {
         const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';

@@ -49,15 +49,18 @@ export class EvaluationFollowers {
     const actor = createActor(this.machine, { id: evaluationActorId(evalId), clock, ...(inspect ? { inspect } : {}), input: { evalId, streamUp: this.streamUp } });
     let current = evalId;
     this.following.set(current, actor);
-    const forget = (): void => {
+    const unfollowCurrent = (): void => {
       if (this.following.get(current) === actor) this.following.delete(current);
+    };
+    const forget = (): void => {
+      unfollowCurrent();
       this.outcomes.delete(evalId);
     };
     const outcome = new Promise<EvaluationOutcome>((resolve, reject) => {
       actor.subscribe({
         next: ({ context }) => {
           if (context.evalId === current) return;
-          if (this.following.get(current) === actor) this.following.delete(current);
+          unfollowCurrent();
           current = context.evalId;
           this.following.set(current, actor);
         },
