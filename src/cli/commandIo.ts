@@ -1,6 +1,7 @@
 import type { Clock } from '../clock/index.js';
 import type { NomadTransportOptions } from '../nomad/transport.js';
 import type { LogSink } from '../supervisor/logger.js';
+import type { RandomSource } from '../random.js';
 import { signalExitCode } from './exitCodes.js';
 
 /** Where a command writes and what it runs on; the CLI passes the process's, tests their own. */
@@ -19,7 +20,7 @@ export interface CommandIo {
   /** Where the supervisor's log records go (the command line's pino logger on stderr); none: silence. */
   logger?: LogSink;
   /** Jitter of reconnect back-off (default: processRandom): a recording notes its draws, a replay gives them back. */
-  random?: () => number;
+  random?: RandomSource;
 }
 
 /**

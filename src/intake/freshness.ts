@@ -26,6 +26,7 @@ import type { Allocation } from '../nomad/types.js';
 import { backoffDelay } from '../nomad/backoff.js';
 import type { Logger } from '../supervisor/logger.js';
 import { errorMessage } from '../errorMessage.js';
+import type { RandomSource } from '../random.js';
 
 export interface FreshnessOptions {
   readonly clock: Clock;
@@ -42,7 +43,7 @@ export interface FreshnessOptions {
   /** Parallel reads of single allocations (default 8). */
   readonly concurrency?: number;
   /** Jitter of the retry back-off (default: processRandom). */
-  readonly random?: () => number;
+  readonly random?: RandomSource;
 }
 
 /** A prefix no allocation ID (hexadecimal and dashes) has: the listing is empty, its index is not. */

@@ -14,6 +14,7 @@ import type { NomadConfig } from '../nomad/config.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulClient } from '../consul/client.js';
 import type { ConsulConfig } from '../consul/config.js';
+import type { RandomSource } from '../random.js';
 import { silentLogger, structuredLogger, type LogSink } from './logger.js';
 import { nomadSource, type EventStreamMonitor } from './nomadSource.js';
 import { resolveScope, type SupervisorScope } from './scope.js';
@@ -54,7 +55,7 @@ export interface SupervisorOptions {
   /** Sees the event stream's batches and connection states as they arrive (metrics: see src/metrics). */
   streamMonitor?: EventStreamMonitor;
   /** Jitter of every retry back-off, in [0, 1) (default: processRandom, seeded from the OS): seed it for reproducible runs; a replay gives the recorded draws. */
-  random?: () => number;
+  random?: RandomSource;
 }
 
 export function createSupervisor(options: SupervisorOptions): Supervisor {

@@ -73,7 +73,6 @@ describe('HealthRegistry', () => {
     expect(registry.status('a')?.state).toBe('pending');
   });
 
-
   it('tracking returns the status the history reached, also when a listener drops the allocation on its verdict', () => {
     const { registry } = harness();
     registry.subscribe((change) => {
@@ -83,6 +82,7 @@ describe('HealthRegistry', () => {
     expect(status).toMatchObject({ state: 'unhealthy', outcome: { healthy: false } });
     expect(registry.status('a')).toBeUndefined();
   });
+
   it('tracking a known id again only updates its view (the deadline keeps counting from the first)', () => {
     const { clock, registry } = harness();
     registry.track('a', policy(), view({ web: task() }));

@@ -4,13 +4,13 @@
  * with the time it arrived on the command's clock. What Warden sends is not written beyond method
  * and path: request headers carry the token.
  */
-import { processRandom } from '../../random.js';
 import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import type { IncomingHttpHeaders } from 'node:http';
 import { StringDecoder } from 'node:string_decoder';
 import type { Clock } from '../../clock/index.js';
 import { errorMessage } from '../../errorMessage.js';
+import { processRandom } from '../../random.js';
 import { scrubSecrets } from '../../secrets.js';
 import { tapResponse, type NomadWire, type WireLayer, type WireRequest, type WireResponse } from '../wire.js';
 import { RECORDING_FORMAT, RECORDING_VERSION, type RecordingEntry, type RecordingHeader } from './format.js';

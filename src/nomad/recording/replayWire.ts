@@ -13,11 +13,10 @@
  * The back-off jitter draws come back in the recorded order (then from a fixed seed), so reconnects
  * happen when they did.
  */
-import { seededRandom } from '../../random.js';
 import type { Clock } from '../../clock/index.js';
+import { seededRandom } from '../../random.js';
 import type { NomadWire, WireLayer, WireRequest, WireResponse } from '../wire.js';
 import type { BodyEntry, ChunkEntry, EndEntry, FailureEntry, RecordingEntry, ResponseEntry, TrafficRecording } from './format.js';
-
 
 interface Exchange {
   readonly head: ResponseEntry | FailureEntry;
