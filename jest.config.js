@@ -19,4 +19,6 @@ export default {
   testTimeout: 30000,
   // Builds the inspector page (src/inspect/browser → dist/inspector), which the inspector tests serve.
   globalSetup: '<rootDir>/test/globalSetup.ts',
+  // Fails a run that left something keeping the process alive, rather than hanging until CI's limit.
+  globalTeardown: '<rootDir>/test/globalTeardown.ts',
 };

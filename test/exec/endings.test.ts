@@ -16,7 +16,7 @@ import { loadNodePty } from '../../src/testing/fakeExec/nodePty.js';
 import { spawnTerminal } from '../../src/testing/fakeExec/processes.js';
 import { decodeServerFrame, type ServerFrame } from '../../src/nomad/exec/frames.js';
 import { execUrl } from '../../src/nomad/exec/request.js';
-import { collect, startHarness, type Harness } from './harness.js';
+import { collect, isLive, startHarness, type Harness } from './harness.js';
 
 const RUNS = 10;
 
@@ -80,16 +80,6 @@ describe('the fake, as Nomad 1.1.2', () => {
 });
 
 describe('the fake’s terminal', () => {
-  /** Live (not reaped, not a zombie) per /proc; read once, since it can be reaped between two looks. */
-  const alive = (pid: number): boolean => {
-    try {
-      return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw error;
-    }
-  };
-
   test('a command’s output is whole however late it is read: the terminal stays until its end is read (Nomad reads to the end first)', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'warden-pty-'));
     // Less than a terminal's buffer: the command ends without its output being read.
@@ -98,21 +88,27 @@ describe('the fake’s terminal', () => {
     const chunks: Buffer[] = [];
     child.onOutput((_stream, data) => chunks.push(data));
     const done = new Promise<number>((resolve) => child.onDone(resolve));
-    // Nothing read until the command is gone.
-    child.pauseOutput(true);
-    let commandPid = 0;
-    for (let turn = 0; turn < 20_000 && (commandPid === 0 || alive(commandPid)); turn++) {
-      await settle(5);
-      if (commandPid === 0 && existsSync(join(dir, 'pid'))) commandPid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+    try {
+      // Nothing read until the command is gone.
+      child.pauseOutput(true);
+      let commandPid = 0;
+      for (let turn = 0; turn < 20_000 && (commandPid === 0 || isLive(commandPid)); turn++) {
+        await settle(5);
+        if (commandPid === 0 && existsSync(join(dir, 'pid'))) commandPid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+      }
+      expect(commandPid).toBeGreaterThan(0);
+      expect(isLive(commandPid)).toBe(false);
+      // node-pty would drop the unread output 200 ms after its process exits: that process waits.
+      expect(isLive(child.pid)).toBe(true);
+      child.pauseOutput(false);
+      await expect(done).resolves.toBe(5);
+      expect(Buffer.concat(chunks).toString()).toBe('a'.repeat(2_000));
+    } finally {
+      // A paused terminal whose holder waits keeps the test process alive: end it however the test went.
+      child.pauseOutput(false);
+      child.signalGroup('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     }
-    expect(commandPid).toBeGreaterThan(0);
-    expect(alive(commandPid)).toBe(false);
-    // node-pty would drop the unread output 200 ms after its process exits: that process waits.
-    expect(alive(child.pid)).toBe(true);
-    child.pauseOutput(false);
-    await expect(done).resolves.toBe(5);
-    expect(Buffer.concat(chunks).toString()).toBe('a'.repeat(2_000));
-    rmSync(dir, { recursive: true, force: true });
   });
 });
 

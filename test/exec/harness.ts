@@ -112,21 +112,38 @@ export class Recorder {
   }
 }
 
-/** Live (not zombie) processes in a process group, read from /proc. */
-function liveInGroup(pgid: number): number[] {
-  const live: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      // Fields after the parenthesised command: state, ppid, pgrp, ...
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(pgrp) === pgid && state !== 'Z') live.push(Number(entry));
-    } catch {
-      // Gone meanwhile.
-    }
+/**
+ * A process's state letter and process group, read once from /proc (it can be reaped between two
+ * reads); undefined once it is gone: ENOENT, or ESRCH while the kernel is reaping it.
+ */
+function procStat(pid: number | string): { state: string; pgrp: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the parenthesised command: state, ppid, pgrp, ...
+    const [state = '', , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state, pgrp: Number(pgrp) };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ESRCH') return undefined;
+    throw error;
   }
-  return live;
+}
+
+/** Live: neither reaped nor a zombie. */
+export function isLive(pid: number): boolean {
+  const stat = procStat(pid);
+  return stat !== undefined && stat.state !== 'Z';
+}
+
+/** Live processes in a process group. */
+function liveInGroup(pgid: number): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => {
+      const stat = procStat(entry);
+      return stat !== undefined && stat.pgrp === pgid && stat.state !== 'Z';
+    })
+    .map(Number);
 }
 
 /**
