@@ -128,10 +128,8 @@ interface Timers {
   heapBytesPerAllocation: { waiting: number; decided: number };
 }
 
-const round2 = (value: number): number => Math.round(value * 100) / 100;
-const round3 = (value: number): number => Math.round(value * 1000) / 1000;
-
-function percentiles(values: readonly number[]): { p50: number; p99: number; max: number } {
+type Percentiles = { p50: number; p99: number; max: number };
+function percentiles(values: readonly number[]): Percentiles {
   const sorted = [...values].sort((a, b) => a - b);
   const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
   return { p50: at(0.5), p99: at(0.99), max: sorted.at(-1) ?? 0 };
@@ -153,7 +151,7 @@ const difference = (warden: number, floor: number): number => warden - floor;
 
 const targets: { figure: string; value: number; target: string; met: boolean }[] = [];
 const target = (figure: string, value: number, bound: number, atLeast: boolean): void => {
-  targets.push({ figure, value: round3(value), target: `${atLeast ? '≥' : '≤'} ${bound}`, met: atLeast ? value >= bound : value <= bound });
+  targets.push({ figure, value: round(value, 3), target: `${atLeast ? '≥' : '≤'} ${bound}`, met: atLeast ? value >= bound : value <= bound });
 };
 
 const sizes: Record<string, unknown> = {};
@@ -166,36 +164,39 @@ for (const allocations of SIZES) {
   try {
     const throughput = paired<Throughput>('floor-throughput', 'warden-throughput', server.address, allocations);
     const [floorLatency, decoderLatency, wardenLatency] = sideBySide<Latency>(['floor-latency', 'decoder-latency', 'warden-latency'], server.address, allocations) as [Latency[], Latency[], Latency[]];
-    const latency = { floor: floorLatency, warden: wardenLatency };
-    const decoding = { floor: floorLatency, warden: decoderLatency };
+    // Each run's percentiles, worked out once.
+    const [floorP, decoderP, wardenP] = [floorLatency, decoderLatency, wardenLatency].map((runs) => runs.map((r) => percentiles(r.latenciesMs))) as [Percentiles[], Percentiles[], Percentiles[]];
+    const latency = { floor: floorP, warden: wardenP };
+    const decoding = { floor: floorP, warden: decoderP };
     const events = throughput.floor[0]?.events ?? 0;
     const side = (runs: Throughput[]) => ({
-      wallMs: round2(medianOf(runs, (r) => r.wallMs)),
-      cpuMs: round2(medianOf(runs, (r) => r.cpuMs)),
+      wallMs: round(medianOf(runs, (r) => r.wallMs), 2),
+      cpuMs: round(medianOf(runs, (r) => r.cpuMs), 2),
       eventsPerSecond: Math.round(events / (medianOf(runs, (r) => r.wallMs) / 1000)),
       // Each warm pass's CPU (median over the runs): where it levels off, the JIT has settled.
       warmPassCpuMs: Array.from({ length: WARM_PASSES }, (_, pass) => Math.round(medianOf(runs, (r) => r.warmCpuMs[pass] ?? Number.NaN))),
     });
-    const latencySide = (runs: Latency[]) => {
-      const each = runs.map((r) => percentiles(r.latenciesMs));
-      return { p50: round3(median(each.map((p) => p.p50))), p99: round3(median(each.map((p) => p.p99))), max: round3(Math.max(...each.map((p) => p.max))) };
-    };
+    const latencySide = (each: Percentiles[]) => ({
+      p50: round(median(each.map((p) => p.p50)), 3),
+      p99: round(median(each.map((p) => p.p99)), 3),
+      max: round(Math.max(...each.map((p) => p.max)), 3),
+    });
     const ratios = {
-      throughputVsFloor: round3(compared(throughput, (r) => r.wallMs, inverseRatio)),
-      cpuVsFloor: round3(compared(throughput, (r) => r.cpuMs, ratio)),
-      latencyP50VsFloor: round3(compared(latency, (r) => percentiles(r.latenciesMs).p50, ratio)),
-      latencyP99VsFloor: round3(compared(latency, (r) => percentiles(r.latenciesMs).p99, ratio)),
-      decoderLatencyP50VsFloor: round3(compared(decoding, (r) => percentiles(r.latenciesMs).p50, ratio)),
+      throughputVsFloor: round(compared(throughput, (r) => r.wallMs, inverseRatio), 3),
+      cpuVsFloor: round(compared(throughput, (r) => r.cpuMs, ratio), 3),
+      latencyP50VsFloor: round(compared(latency, (r) => r.p50, ratio), 3),
+      latencyP99VsFloor: round(compared(latency, (r) => r.p99, ratio), 3),
+      decoderLatencyP50VsFloor: round(compared(decoding, (r) => r.p50, ratio), 3),
     };
     const added = {
-      p50Ms: round3(compared(latency, (r) => percentiles(r.latenciesMs).p50, difference)),
-      p99Ms: round3(compared(latency, (r) => percentiles(r.latenciesMs).p99, difference)),
+      p50Ms: round(compared(latency, (r) => r.p50, difference), 3),
+      p99Ms: round(compared(latency, (r) => r.p99, difference), 3),
     };
-    const heap = medianOf(latency.warden, (r) => r.heapBytesPerAllocation ?? 0);
+    const heap = medianOf(wardenLatency, (r) => r.heapBytesPerAllocation ?? 0);
     sizes[allocations] = {
       events,
       throughput: { floor: side(throughput.floor), warden: side(throughput.warden) },
-      latencyMs: { samples: SAMPLES, warmup: WARMUP, floor: latencySide(latency.floor), decoder: latencySide(decoderLatency), warden: latencySide(latency.warden) },
+      latencyMs: { samples: SAMPLES, warmup: WARMUP, floor: latencySide(floorP), decoder: latencySide(decoderP), warden: latencySide(wardenP) },
       heapBytesPerSupervisedAllocation: Math.round(heap),
       ratios,
       latencyAddedOverFloor: added,
@@ -221,11 +222,11 @@ for (const allocations of SIZES) {
           allocations,
           healthy: first.healthy,
           unhealthy: first.unhealthy,
-          virtualSeconds: round2(first.virtualSeconds),
+          virtualSeconds: round(first.virtualSeconds, 2),
           freshnessRounds: first.timerRounds,
-          feedSeconds: round3(medianOf(runs, (t) => t.feed.wallMs / 1000)),
-          decideSeconds: round3(medianOf(runs, (t) => t.decide.wallMs / 1000)),
-          totalSeconds: round3(totalSeconds),
+          feedSeconds: round(medianOf(runs, (t) => t.feed.wallMs / 1000), 3),
+          decideSeconds: round(medianOf(runs, (t) => t.decide.wallMs / 1000), 3),
+          totalSeconds: round(totalSeconds, 3),
           heapBytesPerAllocation: {
             waiting: Math.round(medianOf(runs, (t) => t.heapBytesPerAllocation.waiting)),
             decided: Math.round(medianOf(runs, (t) => t.heapBytesPerAllocation.decided)),
