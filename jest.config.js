@@ -4,6 +4,8 @@ export default {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  // The live suites need the agents test/live/run.ts starts (npm run test:live); npm test stays hermetic.
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/live/'],
   transform: {
     '^.+\\.(ts|mjs|js)$': [
       '@swc/jest',

@@ -8,7 +8,7 @@
  *   load): a settle window after W covers that. It is learned: at least `settleMs`, and as long as
  *   the longest recent delay between an event's time and its arrival here, with a margin.
  * - The event stream itself (a stall, an outage, a slow link): after the window, one read of the
- *   allocations table's index (a prefix that matches nothing: a few bytes, however big the cluster)
+ *   allocations table's index (an ID prefix that matches nothing: a few bytes, however big the cluster)
  *   says how far Nomad has written; once the stream has delivered that far, every allocation waiting
  *   is confirmed at once. While the stream is down, nothing is confirmed. A namespace-scoped stream
  *   cannot see other namespaces' writes, so if it does not catch up within the window, the waiting
@@ -46,8 +46,11 @@ export interface FreshnessOptions {
   readonly random?: RandomSource;
 }
 
-/** A prefix no allocation ID (hexadecimal and dashes) has: the listing is empty, its index is not. */
-const NO_ALLOCATION = 'zz';
+/**
+ * A whole allocation ID no allocation has (Nomad's are random v4 UUIDs): the listing is empty, its
+ * index is not. It must be one Nomad accepts: a prefix of hexadecimal pairs and dashes, else 500.
+ */
+const NO_ALLOCATION = '00000000-0000-0000-0000-000000000000';
 /** How many recent delays the settle window remembers. */
 const LAG_SAMPLES = 128;
 

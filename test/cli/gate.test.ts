@@ -8,7 +8,6 @@ import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { driveTo, flush, loadScenario, requestedIndex, splitAfterRegistration, stripNomadVerdict } from '../supervisor/support/harness.js';
 import { serviceJob } from '../testing/helpers.js';
-import { LIVE, describeLive, liveClient, registerScenarioJob } from './support/liveNomad.js';
 
 async function gateDuring(name: string, options: GateOptions = {}, jobId?: string) {
   const scenario = loadScenario(name);
@@ -169,30 +168,4 @@ describe('warden gate', () => {
     expect(lines[0]).toContain(`Nomad at http://127.0.0.1:${port} could not be reached`);
     expect(lines.join('\n')).not.toContain('secret-token-123');
   });
-});
-
-describeLive('warden gate against the Nomad at NOMAD_ADDR', () => {
-  const client = LIVE ? liveClient() : undefined;
-  const jobs: string[] = [];
-  afterAll(async () => {
-    for (const id of jobs) await client!.deregisterJob(id, { purge: true }).catch(() => undefined);
-    await client!.close();
-  });
-
-  test('a healthy deployment: exit 0', async () => {
-    const id = await registerScenarioJob(client!, 'healthy_task_states');
-    jobs.push(id);
-    const lines: string[] = [];
-    const code = await gate(id, { timeout: 120 }, { env: process.env, write: (l) => lines.push(l) });
-    expect([code, lines[0]]).toEqual([GATE_HEALTHY, `✔ ${id} version 0: deployment healthy, 2 allocation(s) healthy`]);
-  }, 150_000);
-
-  test('a failing deployment: exit 1 with the failed task', async () => {
-    const id = await registerScenarioJob(client!, 'failed_task');
-    jobs.push(id);
-    const lines: string[] = [];
-    const code = await gate(id, { timeout: 120 }, { env: process.env, write: (l) => lines.push(l) });
-    expect(code).toBe(GATE_UNHEALTHY);
-    expect(lines).toContain('    main: Unhealthy because of failed task');
-  }, 150_000);
 });

@@ -3,7 +3,6 @@ import { watch } from '../../src/cli/watchCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { driveTo, flush, loadScenario, requestedIndex, stripNomadVerdict } from '../supervisor/support/harness.js';
-import { describeLive, liveClient, registerScenarioJob } from './support/liveNomad.js';
 
 async function watchDuring(name: string, json: boolean, env: Record<string, string> = {}) {
   const scenario = loadScenario(name);
@@ -71,31 +70,4 @@ describe('warden watch', () => {
     expect(lines.join('\n')).not.toContain('wrong-token-42');
     await fake.close();
   });
-});
-
-describeLive('warden watch against the Nomad at NOMAD_ADDR', () => {
-  test('prints the verdicts of a job registered while it watches', async () => {
-    const client = liveClient();
-    const lines: string[] = [];
-    const stop = new AbortController();
-    let id = '';
-    const sawVerdicts = new Promise<void>((resolve) => {
-      const write = (line: string): void => {
-        lines.push(line);
-        // Each allocation's move into healthy, not its verdict line: both must be seen.
-        if (id !== '' && lines.filter((l) => l.includes(`${id}.app[`) && l.includes('→ healthy')).length === 2) resolve();
-      };
-      void watch({}, { env: process.env, write, signal: stop.signal });
-    });
-    try {
-      id = await registerScenarioJob(client, 'healthy_task_states');
-      await sawVerdicts;
-      expect(lines.filter((l) => l.includes(`${id}.app[`) && l.includes('→ healthy'))).toHaveLength(2);
-      expect(lines.filter((l) => l.includes(`${id}.app[`) && /\bunhealthy\b/.test(l))).toEqual([]);
-    } finally {
-      stop.abort();
-      if (id !== '') await client.deregisterJob(id, { purge: true });
-      await client.close();
-    }
-  }, 150_000);
 });

@@ -1,7 +1,6 @@
 /**
- * Opt-in (NOMAD_ADDR set): a raw_exec environment end to end against a real Nomad agent (its client
- * needs the raw_exec driver, as `nomad agent -dev` with raw_exec enabled has). Without NOMAD_ADDR
- * this suite does not exist. Waits are on the pools' own changes, bounded by Jest's timeout.
+ * A raw_exec environment end to end against the live agent. Waits are on the pools' own changes,
+ * bounded by Jest's timeout.
  */
 import { randomInt } from 'node:crypto';
 import { nomadConfigFromEnv } from '../../src/nomad/config.js';
@@ -9,10 +8,8 @@ import { NomadHttpError } from '../../src/nomad/errors.js';
 import { createRunnerPools, type RunnerPools } from '../../src/runners/pools.js';
 import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
-import { checkEnvironmentSpec, runnerJob, templateJob } from '../../src/runners/poseidonFormat.js';
-import { describeLive, liveClient } from '../cli/support/liveNomad.js';
-import { collect } from './support/poolHarness.js';
-import { useFake } from '../testing/helpers.js';
+import { collect } from '../runners/support/poolHarness.js';
+import { liveClient, liveEnv } from './support/live.js';
 
 function until(pools: RunnerPools, done: () => boolean): Promise<void> {
   return new Promise((resolve) => {
@@ -26,14 +23,13 @@ function until(pools: RunnerPools, done: () => boolean): Promise<void> {
   });
 }
 
-describeLive('runner pools against a real Nomad (NOMAD_ADDR)', () => {
-  jest.setTimeout(180_000);
+describe('runner pools against a real Nomad', () => {
   let supervisor: Supervisor;
   let pools: RunnerPools;
   const id = randomInt(900_000, 999_999);
 
   beforeAll(async () => {
-    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(process.env) });
+    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(liveEnv()) });
     pools = createRunnerPools(supervisor, { shell: '/bin/sh' });
     await pools.ready;
   });
@@ -81,21 +77,5 @@ describeLive('runner pools against a real Nomad (NOMAD_ADDR)', () => {
     } finally {
       await nomad.close();
     }
-  });
-});
-
-describe('the jobs the live suite registers, offline', () => {
-  const env = useFake();
-
-  it('the raw_exec template and runner jobs pass Nomad 1.1.2 job validation (FakeNomad checks them as the agent does)', () => {
-    const spec = checkEnvironmentSpec({ id: 900_001, prewarmingPoolSize: 2, driver: 'raw_exec', cpuLimit: 20 });
-    const template = env.fake.cluster.registerJob(templateJob(spec)).job;
-    const runner = env.fake.cluster.registerJob(runnerJob(spec, '900001-0b6c4b0e-9f1c-4f3c-8c1e-7a0e8d2f4c11')).job;
-    for (const job of [template, runner]) {
-      expect(job.Type).toBe('batch');
-      expect(job.TaskGroups?.map((g) => [g.Name, g.Count, g.Tasks.map((t) => t.Driver)])).toEqual([['default-group', 1, ['raw_exec']], ['config', 0, ['raw_exec']]]);
-    }
-    expect(template.TaskGroups?.[1]?.Meta).toEqual({ used: 'false', prewarmingPoolSize: '2' });
-    expect(runner.TaskGroups?.[1]?.Meta).toEqual({ used: 'false' });
   });
 });
