@@ -14,7 +14,7 @@ import { WebSocketServer } from 'ws';
 import { systemClock, type Clock } from '../clock/index.js';
 import type { RunnerPools } from '../runners/pools.js';
 import { registerSecret } from '../secrets.js';
-import { silentLogger, structuredLogger, type LogSink, type Logger } from '../supervisor/logger.js';
+import { silentLogger, structuredLogger, type LogSink, type Logger } from '../logger.js';
 import { tokenCheck } from './auth.js';
 import type { ApiContext, ApiRequest, EnvironmentDefaults, Handler } from './context.js';
 import { deleteEnvironment, getEnvironment, health, listEnvironments, putEnvironment, statistics, version } from './environments.js';

@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Clock } from '../clock/index.js';
 import type { EnvironmentSummary, RunnerPools } from '../runners/pools.js';
 import type { EnvironmentSpec } from '../runners/poseidonFormat.js';
-import type { Logger } from '../supervisor/logger.js';
+import type { Logger } from '../logger.js';
 import type { ApiMetrics } from './metrics.js';
 import type { PendingExecutions } from './pendingExecutions.js';
 

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from 'commander';
 import { parseListenAddress, type ListenAddress } from '../metrics/server.js';
 import { errorMessage } from '../errorMessage.js';
-import type { JobShard } from '../supervisor/scope.js';
+import type { JobShard } from '../intake/scope.js';
 
 /** Command-line values checked where they are read, so a bad one is a usage error, not a crash later. */
 

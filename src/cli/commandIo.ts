@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/index.js';
 import type { NomadTransportOptions } from '../nomad/transport.js';
-import type { LogSink } from '../supervisor/logger.js';
+import type { LogSink } from '../logger.js';
 import type { RandomSource } from '../random.js';
 import { signalExitCode } from './exitCodes.js';
 

@@ -1,4 +1,4 @@
-import { LOG_LEVELS, type LogLevel } from '../supervisor/logger.js';
+import { LOG_LEVELS, type LogLevel } from '../logger.js';
 
 /** The choices of the global --log-format and --log-level, apart from the logger (pino loads only when a command logs). */
 

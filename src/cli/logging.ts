@@ -1,7 +1,7 @@
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Clock } from '../clock/index.js';
 import { formatTime, paint, type DescribeOptions } from '../supervisor/describe.js';
-import { structuredLogger, type LogLevel, type Logger } from '../supervisor/logger.js';
+import { structuredLogger, type LogLevel, type Logger } from '../logger.js';
 import type { LogFormat } from './logOptions.js';
 import { useColor } from './commandIo.js';
 

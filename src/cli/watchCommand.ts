@@ -5,7 +5,7 @@ import { nomadConfigFromEnv } from '../nomad/config.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { changeJson, describeChange, describeVerdict, formatTime, paint, verdictJson } from '../supervisor/describe.js';
 import type { ConnectionState } from '../supervisor/types.js';
-import type { JobShard } from '../supervisor/scope.js';
+import type { JobShard } from '../intake/scope.js';
 import { startInspector } from '../inspect/inspector.js';
 import { jobShard, listenAddress, portNumber } from './argumentParsers.js';
 import { startMetricsEndpoint } from './metricsEndpoint.js';

@@ -8,8 +8,8 @@ import type { NomadClient } from '../nomad/client.js';
 import type { Deployment, Evaluation, Job } from '../nomad/types.js';
 import type { VerdictRecord } from '../intake/types.js';
 import type { Unjudged } from '../intake/verdictBook.js';
-import type { Logger } from '../supervisor/logger.js';
-import { SupervisorStoppedError } from '../supervisor/errors.js';
+import type { Logger } from '../logger.js';
+import { SupervisorStoppedError } from '../intake/errors.js';
 import { errorMessage } from '../errorMessage.js';
 import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
 

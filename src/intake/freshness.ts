@@ -24,7 +24,7 @@ import type { NomadClient } from '../nomad/client.js';
 import { NomadHttpError } from '../nomad/errors.js';
 import type { Allocation } from '../nomad/types.js';
 import { backoffDelay } from '../nomad/backoff.js';
-import type { Logger } from '../supervisor/logger.js';
+import type { Logger } from '../logger.js';
 import { errorMessage } from '../errorMessage.js';
 import type { RandomSource } from '../random.js';
 

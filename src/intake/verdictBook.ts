@@ -4,7 +4,7 @@
  * lifetime. Waiters for a verdict are answered as it comes, or told why it will not.
  */
 import { BoundedHistory } from '../boundedHistory.js';
-import { AllocationNotJudgedError } from '../supervisor/errors.js';
+import { AllocationNotJudgedError } from './errors.js';
 import type { AllocationRef, VerdictRecord } from './types.js';
 
 interface Waiter {

@@ -15,9 +15,9 @@ import type { OptInHealthPolicy } from '../health/policy.js';
 import { ConsulClient } from '../consul/client.js';
 import type { ConsulConfig } from '../consul/config.js';
 import type { RandomSource } from '../random.js';
-import { silentLogger, structuredLogger, type LogSink } from './logger.js';
+import { silentLogger, structuredLogger, type LogSink } from '../logger.js';
 import { nomadSource, type EventStreamMonitor } from './nomadSource.js';
-import { resolveScope, type SupervisorScope } from './scope.js';
+import { resolveScope, type SupervisorScope } from '../intake/scope.js';
 import { Supervisor } from './supervisor.js';
 
 export interface SupervisorOptions {
@@ -90,12 +90,12 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
 }
 
 export { Supervisor, type SupervisorRuntimeOptions, type WaitForDeploymentOptions } from './supervisor.js';
-export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from './errors.js';
+export { AllocationNotJudgedError, SupervisorError, SupervisorScopeError, SupervisorStoppedError } from '../intake/errors.js';
 export type { DeploymentFailureRule, DeploymentResult, UnhealthyAllocation } from '../deployments/deploymentWatch.js';
 export { eachInput, type SupervisorInput, type SupervisorInputs } from './inputs.js';
 export type { EventStreamMonitor } from './nomadSource.js';
-export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from './logger.js';
-export { ShardError, shardOf, type JobShard, type SupervisorScope } from './scope.js';
+export { structuredLogger, silentLogger, type Logger, type LogFields, type LogLevel, type LogMethod, type LogSink } from '../logger.js';
+export { ShardError, shardOf, type JobShard, type SupervisorScope } from '../intake/scope.js';
 export type { AllocationRef, ConnectionState, StateChange, SupervisorProblem, VerdictOutcome, VerdictRecord } from './types.js';
 export type { DeploymentGatesOptions } from '../deployments/deploymentGates.js';
 export type { UnjudgedAllocation } from '../deployments/deploymentWatch.js';

@@ -8,7 +8,7 @@ import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type
 import type { NomadEvent } from '../nomad/types.js';
 import { isJobPurge } from '../streams/jobCache.js';
 import type { SupervisorInput, SupervisorInputs } from './inputs.js';
-import type { ResolvedScope } from './scope.js';
+import type { ResolvedScope } from '../intake/scope.js';
 
 /** The topics the supervisor follows. */
 export const SUPERVISOR_TOPICS = ['Job', 'Evaluation', 'Allocation', 'Deployment'] as const;

@@ -23,10 +23,10 @@ import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor
 import type { DeploymentResult } from '../deployments/deploymentWatch.js';
 import { DeploymentGates, type WaitForDeploymentOptions } from '../deployments/deploymentGates.js';
 import { eachInput, type SupervisorInput, type SupervisorInputs } from './inputs.js';
-import { silentLogger, structuredLogger, type LogSink, type Logger } from './logger.js';
-import { resolveScope, type ResolvedScope, type SupervisorScope } from './scope.js';
+import { silentLogger, structuredLogger, type LogSink, type Logger } from '../logger.js';
+import { resolveScope, type ResolvedScope, type SupervisorScope } from '../intake/scope.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
-import { SupervisorScopeError, SupervisorStoppedError } from './errors.js';
+import { SupervisorScopeError, SupervisorStoppedError } from '../intake/errors.js';
 import { errorMessage } from '../errorMessage.js';
 import { scrubSecrets } from '../secrets.js';
 

@@ -3,7 +3,7 @@ import { VirtualClock } from '../../src/clock/index.js';
 import { ConsulClient } from '../../src/consul/client.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { createSupervisor } from '../../src/supervisor/index.js';
-import type { LogFields, LogSink } from '../../src/supervisor/logger.js';
+import type { LogFields, LogSink } from '../../src/logger.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import type { SupervisorProblem, VerdictRecord } from '../../src/supervisor/types.js';
 import { FakeConsul } from '../../src/testing/fakeConsul.js';

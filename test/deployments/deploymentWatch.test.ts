@@ -7,7 +7,7 @@
 import type { Deployment, DeploymentState, Job } from '../../src/nomad/types.js';
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import { DeploymentGates } from '../../src/deployments/deploymentGates.js';
-import { silentLogger } from '../../src/supervisor/logger.js';
+import { silentLogger } from '../../src/logger.js';
 
 function group(fields: Partial<DeploymentState> = {}): DeploymentState {
   return {

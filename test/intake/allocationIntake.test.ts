@@ -9,8 +9,8 @@ import { AllocationIntake } from '../../src/intake/allocationIntake.js';
 import { NomadHttpError } from '../../src/nomad/errors.js';
 import type { Allocation, Job } from '../../src/nomad/types.js';
 import { JobCache, type JobSource } from '../../src/streams/jobCache.js';
-import { resolveScope } from '../../src/supervisor/scope.js';
-import { silentLogger } from '../../src/supervisor/logger.js';
+import { resolveScope } from '../../src/intake/scope.js';
+import { silentLogger } from '../../src/logger.js';
 import type { VerdictRecord } from '../../src/supervisor/types.js';
 import { serviceJob } from '../testing/helpers.js';
 

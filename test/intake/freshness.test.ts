@@ -6,7 +6,7 @@
 import { VirtualClock } from '../../src/clock/index.js';
 import { FreshnessHorizon, type FreshnessOptions } from '../../src/intake/freshness.js';
 import type { Allocation } from '../../src/nomad/types.js';
-import { silentLogger } from '../../src/supervisor/logger.js';
+import { silentLogger } from '../../src/logger.js';
 
 const START = Date.UTC(2026, 11, 1);
 

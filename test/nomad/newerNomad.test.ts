@@ -13,7 +13,7 @@ import { NomadHttpError, NomadStreamError } from '../../src/nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../../src/nomad/eventStream.js';
 import { nomadSource } from '../../src/supervisor/nomadSource.js';
 import { eachInput, type SupervisorInput } from '../../src/supervisor/inputs.js';
-import { resolveScope } from '../../src/supervisor/scope.js';
+import { resolveScope } from '../../src/intake/scope.js';
 import { FakeNomad, type FakeNomadOptions } from '../../src/testing/fakeNomad.js';
 import { serviceJob } from '../testing/helpers.js';
 import { until } from './support.js';

@@ -11,7 +11,7 @@ import { nomadEventStream } from '../../src/nomad/eventStream.js';
 import type { JobEvent } from '../../src/nomad/types.js';
 import { JobCache, isJobPurge } from '../../src/streams/jobCache.js';
 import { nomadSource } from '../../src/supervisor/nomadSource.js';
-import { resolveScope } from '../../src/supervisor/scope.js';
+import { resolveScope } from '../../src/intake/scope.js';
 import { eachInput } from '../../src/supervisor/inputs.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { serviceJob } from '../testing/helpers.js';

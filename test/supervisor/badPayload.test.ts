@@ -4,7 +4,7 @@
  * emptied), kept in its event buffer as a Nomad that sent it would; the whole supervisor follows
  * over loopback on a VirtualClock.
  */
-import type { LogFields, LogSink } from '../../src/supervisor/logger.js';
+import type { LogFields, LogSink } from '../../src/logger.js';
 import { parseLossless, stringifyLossless } from '../../src/testing/losslessJson.js';
 import type { LineRewrite } from '../../src/testing/nomad/replay.js';
 import { replayScenario } from '../health/support/replayScenario.js';

@@ -9,7 +9,7 @@ import { jobShard, listenAddress } from '../../src/cli/argumentParsers.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { createSupervisor, SupervisorScopeError, type Supervisor, type VerdictRecord } from '../../src/supervisor/index.js';
-import { ShardError, resolveScope, shardOf, type JobShard } from '../../src/supervisor/scope.js';
+import { ShardError, resolveScope, shardOf, type JobShard } from '../../src/intake/scope.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { parseJobHcl } from '../../src/testing/nomad/hcl.js';
 import { serviceJob } from '../testing/helpers.js';

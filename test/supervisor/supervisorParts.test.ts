@@ -1,6 +1,6 @@
 import { BoundedHistory } from '../../src/boundedHistory.js';
-import { structuredLogger, type LogFields } from '../../src/supervisor/logger.js';
-import { resolveScope } from '../../src/supervisor/scope.js';
+import { structuredLogger, type LogFields } from '../../src/logger.js';
+import { resolveScope } from '../../src/intake/scope.js';
 import { registerAddressCredentials } from '../../src/secrets.js';
 
 describe('scope', () => {

@@ -9,7 +9,7 @@
  * Secrets (the Nomad and Consul tokens) are replaced in messages and fields before a record reaches
  * the sink.
  */
-import { scrubSecrets } from '../secrets.js';
+import { scrubSecrets } from './secrets.js';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
