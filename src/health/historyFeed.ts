@@ -7,6 +7,7 @@ import type { AllocationView, HealthPolicy, HealthUndetermined } from '../../mac
 import type { Allocation, TaskGroup } from '../nomad/types.js';
 import { allocationHistory, viewAt, type Undetermined } from './allocationHistory.js';
 import { lifecycleOf } from './allocationView.js';
+import { nomadDecision, nomadReasons, type NomadRecordedVerdict } from './nomadDecision.js';
 import type { HealthHistory, HealthRegistry, HealthStart } from './registry.js';
 
 /** What Nomad's client sees before it reports anything: nothing runs. */
@@ -22,8 +23,19 @@ export type OpeningResult =
   | ({ readonly kind: 'judge' } & Opening)
   /** Its client has not reported it: Nomad is not watching it yet. */
   | { readonly kind: 'unreported'; readonly problems: readonly string[] }
-  /** The history it keeps cannot decide its verdict. */
-  | { readonly kind: 'undetermined'; readonly undetermined: Undetermined; readonly problems: readonly string[] };
+  /** The history it keeps cannot decide its verdict (and its client has recorded no decision). */
+  | { readonly kind: 'undetermined'; readonly undetermined: Undetermined; readonly problems: readonly string[] }
+  /** The history it keeps cannot decide its verdict; its client's recorded decision does. */
+  | { readonly kind: 'recorded'; readonly outcome: NomadRecordedVerdict; readonly problems: readonly string[] };
+
+/**
+ * How far the copy in hand speaks for the allocation: its history's `asOf`, or later, up to the
+ * decision its client recorded (the client synced it with its task states as they stood then).
+ */
+function knownUpTo(asOf: number | null, allocation: Allocation, since?: number): number | null {
+  const decision = nomadDecision(allocation, since);
+  return decision === undefined ? asOf : Math.max(asOf ?? decision.at, decision.at);
+}
 
 /**
  * The first sight of an allocation: judged from when Nomad began watching it. `rewatchedFrom`: an
@@ -38,22 +50,39 @@ export function openingHistory(allocation: Allocation, group: TaskGroup, policy:
     ...(rewatchedFrom === undefined ? {} : { judgedFrom: rewatchedFrom }),
   });
   const { problems } = full;
+  // Nomad's recorded verdict, where it exists, is the history to judge from where the kept one
+  // cannot decide: a healthy stretch may be lost, or (the "Received" events lost) when Nomad's deadline came.
+  const decision = nomadDecision(allocation, rewatchedFrom);
+  const startLost = rewatchedFrom === undefined && !receivedKept(allocation);
+  if (decision !== undefined && (full.undetermined !== undefined || startLost)) {
+    const outcome = { healthy: decision.healthy, at: decision.at, reasons: nomadReasons(allocation, decision, policy), basis: 'nomad' } as const;
+    return { kind: 'recorded', outcome, problems };
+  }
   if (full.undetermined !== undefined) return { kind: 'undetermined', undetermined: full.undetermined, problems };
+  const asOf = knownUpTo(full.asOf, allocation, rewatchedFrom);
   if (rewatchedFrom !== undefined) {
     const base = viewAt(full, rewatchedFrom, UNSEEN);
     const views = [{ at: rewatchedFrom, view: base }, ...full.views.filter((timed) => timed.at > rewatchedFrom)];
-    const history = { views, asOf: full.asOf === null ? null : Math.max(full.asOf, rewatchedFrom), pendingStop: full.pendingStop };
+    const history = { views, asOf: asOf === null ? null : Math.max(asOf, rewatchedFrom), pendingStop: full.pendingStop };
     return { kind: 'judge', start: { at: rewatchedFrom, watchingSince: rewatchedFrom }, history, problems };
   }
   const first = full.views[0];
-  if (first === undefined || full.asOf === null) return { kind: 'unreported', problems };
+  if (first === undefined || asOf === null) return { kind: 'unreported', problems };
   const since = full.watchingSince ?? first.at;
   return {
     kind: 'judge',
     start: { at: Math.min(since, first.at), watchingSince: since },
-    history: { views: full.views, asOf: full.asOf, pendingStop: full.pendingStop },
+    history: { views: full.views, asOf, pendingStop: full.pendingStop },
     problems,
   };
+}
+
+/** Whether a task still keeps its "Received" event (Nomad keeps a task's last 10): when Nomad began watching is known. */
+function receivedKept(allocation: Allocation): boolean {
+  for (const state of Object.values(allocation.TaskStates ?? {})) {
+    if (Array.isArray(state?.Events) && state.Events.some((event) => event?.Type === 'Received')) return true;
+  }
+  return false;
 }
 
 /** Whether the allocation's client has reported anything of it (a task state, or a status of its own). */
@@ -72,14 +101,16 @@ function lifecycleProblems(group: TaskGroup): string[] {
 /** A later sight: what happened after `base`, the view last fed and its time. */
 export function followingHistory(allocation: Allocation, group: TaskGroup, base: { at: number; view: AllocationView }): HealthHistory & { problems: readonly string[] } {
   const { views, asOf, pendingStop, problems } = allocationHistory(allocation, group, { base });
-  return { views, asOf, pendingStop, problems };
+  return { views, asOf: knownUpTo(asOf, allocation), pendingStop, problems };
 }
 
 export type Sight =
   /** Fed to its machine (started now, or going on); `newestEventAt`: the time of the newest event it brought. */
   | { readonly kind: 'judging'; readonly newestEventAt: number | null; readonly problems: readonly string[] }
   | { readonly kind: 'unreported'; readonly problems: readonly string[] }
-  | { readonly kind: 'undetermined'; readonly outcome: HealthUndetermined; readonly problems: readonly string[] };
+  | { readonly kind: 'undetermined'; readonly outcome: HealthUndetermined; readonly problems: readonly string[] }
+  /** Decided by its client's recorded verdict (its kept history cannot decide). */
+  | { readonly kind: 'recorded'; readonly outcome: NomadRecordedVerdict; readonly problems: readonly string[] };
 
 /**
  * One sight of `allocation` for `registry`: the first starts its machine from its history, a later
@@ -106,7 +137,7 @@ export function judgeSight(
     return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > baseAt ? history.asOf : null, problems: history.problems };
   }
   const opening = openingHistory(allocation, group, policy, options.rewatchedFrom);
-  if (opening.kind === 'unreported') return opening;
+  if (opening.kind === 'unreported' || opening.kind === 'recorded') return opening;
   if (opening.kind === 'undetermined') {
     const outcome = { undetermined: true, at: opening.undetermined.at, reason: opening.undetermined.reason } as const;
     return { kind: 'undetermined', outcome, problems: opening.problems };
