@@ -29,16 +29,21 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
 
 /** The program for `argv`: with the command it names registered, or all of them when it names none. */
 export async function buildProgram(argv: readonly string[] = [], version = packageVersion(packageRootOf(process.argv[1] ?? '.'))): Promise<Command> {
-  const program = new Command('warden')
-    .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
-    .version(version, '-V, --version', 'print the version')
+  // The first argument naming a command is the command (the global options' values never do).
+  const args = argv.slice(2);
+  const at = args.findIndex((arg) => Object.hasOwn(COMMANDS, arg));
+  const named = at < 0 ? undefined : args[at];
+  const program = new Command('warden').description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.');
+  // The program's --version comes before any command: after one it is the command's own
+  // (`warden gate web --version 1`: the job version to gate), which commander would otherwise take
+  // for the program's wherever it stands.
+  if (named === undefined || args.slice(0, at).some((arg) => arg === '-V' || arg === '--version')) program.version(version, '-V, --version', 'print the version');
+  program
     .showHelpAfterError()
     // Commander's own exits become errors, inherited by every subcommand registered below.
     .exitOverride()
     .addOption(new Option('--log-format <format>', 'log records on stderr as JSON lines or one readable line each (default: pretty on a terminal, else json)').choices(LOG_FORMATS))
     .addOption(new Option('--log-level <level>', 'least severe level logged').choices(CLI_LOG_LEVELS).default('info'));
-  // The first argument naming a command is the command (the global options' values never do).
-  const named = argv.slice(2).find((arg) => Object.hasOwn(COMMANDS, arg));
   const loaders = named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!];
   const registers = new Set(await Promise.all(loaders.map((load) => load())));
   for (const register of registers) register(program);

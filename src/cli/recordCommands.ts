@@ -29,11 +29,12 @@ export function registerRecordCommands(program: Command): void {
     .argument('<file>', 'the recording to write (one NDJSON file)')
     .option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)')
     .option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these')
+    .option('-j, --job <id...>', 'only these jobs (exact ids): Nomad sends only their events')
     .option('--shard <i/n>', 'judge only the jobs of shard i of n', jobShard)
     .option('--json', 'one JSON object a line')
     .action(async (file: string, options: WatchOptions, command: Command) => {
-      const { namespace, jobPrefix, shard } = options;
-      const recorded: RecordedCommand = { name: 'watch', options: { ...(namespace ? { namespace } : {}), ...(jobPrefix ? { jobPrefix } : {}), ...(shard ? { shard } : {}) } };
+      const { namespace, jobPrefix, job, shard } = options;
+      const recorded: RecordedCommand = { name: 'watch', options: { ...(namespace ? { namespace } : {}), ...(jobPrefix ? { jobPrefix } : {}), ...(job ? { job } : {}), ...(shard ? { shard } : {}) } };
       const io = { ...processIo(), logger: processLogger(command, systemClock) };
       process.exitCode = await withRecording(file, recorded, io, (recordingIo) => watch(options, recordingIo));
     });

@@ -28,6 +28,8 @@ export interface WatchOptions {
   /** Namespaces to watch; default the environment's NOMAD_NAMESPACE, else "default". */
   namespace?: string[];
   jobPrefix?: string[];
+  /** Exact job ids: Nomad then sends only their events. */
+  job?: string[];
   /** Judge only the jobs of this shard (`--shard i/n`). */
   shard?: JobShard;
   json?: boolean;
@@ -71,6 +73,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     scope: {
       ...(namespaces ? { namespaces } : {}),
       ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}),
+      ...(options.job ? { jobs: options.job } : {}),
       ...(options.shard ? { shard: options.shard } : {}),
     },
   });
@@ -120,6 +123,7 @@ export function registerWatchCommand(program: Command): void {
     .description("Follow the cluster at NOMAD_ADDR and print each allocation's state changes and verdicts")
     .addOption(new Option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)'))
     .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
+    .addOption(new Option('-j, --job <id...>', 'only these jobs (exact ids): Nomad sends only their events'))
     .option('--shard <i/n>', 'judge only the jobs that hash to shard i of n (n processes split the cluster, each job judged by one)', jobShard)
     .option('--json', 'one JSON object a line')
     .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
