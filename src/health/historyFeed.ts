@@ -5,9 +5,10 @@
  */
 import type { AllocationView, HealthPolicy, HealthUndetermined } from '../../machines/allocationHealthTypes.js';
 import type { Allocation, TaskGroup } from '../nomad/types.js';
-import { allocationHistory, viewAt, type Undetermined } from './allocationHistory.js';
+import { allocationHistory, TASK_EVENTS_KEPT, viewAt, type Undetermined } from './allocationHistory.js';
 import { lifecycleOf } from './allocationView.js';
 import { nomadDecision, nomadReasons, type NomadRecordedVerdict } from './nomadDecision.js';
+import { isNanoTime, nanoTimeMs, parseNomadTime } from './nomadTime.js';
 import type { HealthHistory, HealthRegistry, HealthStart } from './registry.js';
 
 /** What Nomad's client sees before it reports anything: nothing runs. */
@@ -53,12 +54,18 @@ export function openingHistory(allocation: Allocation, group: TaskGroup, policy:
   // Nomad's recorded verdict, where it exists, is the history to judge from where the kept one
   // cannot decide: a healthy stretch may be lost, or (the "Received" events lost) when Nomad's deadline came.
   const decision = nomadDecision(allocation, rewatchedFrom);
-  const startLost = rewatchedFrom === undefined && !receivedKept(allocation);
+  // The deadline matters only where no task's failure, kept, decided first.
+  const startLost = rewatchedFrom === undefined && receivedLost(allocation) && !(decision && failedBy(allocation, decision.at));
   if (decision !== undefined && (full.undetermined !== undefined || startLost)) {
     const outcome = { healthy: decision.healthy, at: decision.at, reasons: nomadReasons(allocation, decision, policy), basis: 'nomad' } as const;
     return { kind: 'recorded', outcome, problems };
   }
   if (full.undetermined !== undefined) return { kind: 'undetermined', undetermined: full.undetermined, problems };
+  // Nomad's deadline in play and not yet reached by its client: its decision will tell when it came.
+  if (startLost && decision === undefined && stillWatched(allocation, policy)) {
+    const at = full.views[0]?.at ?? full.asOf;
+    if (at !== null && at !== undefined) return { kind: 'undetermined', undetermined: { at, reason: receivedLostReason(at) }, problems };
+  }
   const asOf = knownUpTo(full.asOf, allocation, rewatchedFrom);
   if (rewatchedFrom !== undefined) {
     const base = viewAt(full, rewatchedFrom, UNSEEN);
@@ -77,10 +84,53 @@ export function openingHistory(allocation: Allocation, group: TaskGroup, policy:
   };
 }
 
-/** Whether a task still keeps its "Received" event (Nomad keeps a task's last 10): when Nomad began watching is known. */
-function receivedKept(allocation: Allocation): boolean {
+/**
+ * Whether Nomad's cap of 10 events a task has taken every task's "Received" event: when Nomad began
+ * watching (and so when its deadline comes) is gone from the history.
+ */
+function receivedLost(allocation: Allocation): boolean {
+  let capped = false;
   for (const state of Object.values(allocation.TaskStates ?? {})) {
-    if (Array.isArray(state?.Events) && state.Events.some((event) => event?.Type === 'Received')) return true;
+    if (!Array.isArray(state?.Events)) continue;
+    if (state.Events.some((event) => event?.Type === 'Received')) return false;
+    if (state.Events.length >= TASK_EVENTS_KEPT) capped = true;
+  }
+  return capped;
+}
+
+/** Nomad's client watches it for a deployment still (it will record a decision), and no task has failed for good. */
+function stillWatched(allocation: Allocation, policy: HealthPolicy): boolean {
+  const over = allocation.DesiredStatus !== 'run' || ['complete', 'failed', 'lost'].includes(allocation.ClientStatus ?? '');
+  return policy.source === 'update' && Boolean(allocation.DeploymentID) && !over && !failedBy(allocation, Number.POSITIVE_INFINITY);
+}
+
+function receivedLostReason(at: number): string {
+  return (
+    `Nomad keeps only the last ${TASK_EVENTS_KEPT} events of a task, and the allocation's Received events are gone (the kept ones begin ` +
+    `${new Date(at).toISOString()}): when its healthy_deadline comes cannot be told from its history`
+  );
+}
+
+/** Whether a task's kept events (Nomad's last 10) all come after `at`: some after `at` may be gone. */
+function eventsLostSince(allocation: Allocation, at: number): boolean {
+  for (const state of Object.values(allocation.TaskStates ?? {})) {
+    const events: unknown = state?.Events;
+    if (!Array.isArray(events) || events.length < TASK_EVENTS_KEPT) continue;
+    const first = (events[0] as { Time?: unknown } | undefined)?.Time;
+    if (isNanoTime(first) && nanoTimeMs(first) > at) return true;
+  }
+  return false;
+}
+
+/** How close to Nomad's decision a task's failure counts as the one it decided on (the client syncs both together). */
+const SAME_MOMENT_MS = 1_000;
+
+/** Whether a task had failed for good by `at`, as its kept state says (its FinishedAt): the history decides that verdict itself. */
+function failedBy(allocation: Allocation, at: number): boolean {
+  for (const state of Object.values(allocation.TaskStates ?? {})) {
+    if (state?.Failed !== true) continue;
+    const finished = parseNomadTime(state.FinishedAt);
+    if (finished.ok && finished.ms !== null && finished.ms <= at + SAME_MOMENT_MS) return true;
   }
   return false;
 }
@@ -129,10 +179,19 @@ export function judgeSight(
 ): Sight {
   const id = options.id ?? allocation.ID;
   let baseAt = 0;
+  let recorded: NomadRecordedVerdict | undefined;
   const history = registry.observeSince(id, (base) => {
     baseAt = base.at;
+    // Events since the view last fed are gone (Nomad's cap, while Warden was cut off or behind): what
+    // happened in between cannot be rebuilt. Nomad's recorded verdict, where it exists, decides.
+    const decision = nomadDecision(allocation);
+    if (decision !== undefined && decision.at > base.at && eventsLostSince(allocation, base.at)) {
+      recorded = { healthy: decision.healthy, at: decision.at, reasons: nomadReasons(allocation, decision, policy), basis: 'nomad' };
+      return { views: [], asOf: null, problems: [] };
+    }
     return followingHistory(allocation, group, base);
   });
+  if (recorded !== undefined) return { kind: 'recorded', outcome: recorded, problems: [] };
   if (history !== undefined) {
     return { kind: 'judging', newestEventAt: history.asOf !== null && history.asOf > baseAt ? history.asOf : null, problems: history.problems };
   }

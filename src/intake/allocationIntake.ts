@@ -414,6 +414,7 @@ export class AllocationIntake {
       }
       if (sight.kind === 'undetermined' || sight.kind === 'recorded') {
         if (sight.kind === 'recorded') logger.info("the allocation's kept history cannot decide: Nomad's recorded verdict taken", { allocId: id, healthy: sight.outcome.healthy });
+        this.forget(id);
         this.admitted.delete(id);
         this.decide({ alloc: admitted.ref, outcome: sight.outcome }, admitted.nomad);
         return;

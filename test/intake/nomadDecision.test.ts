@@ -177,6 +177,10 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
     }
     clock.advance(500);
     fake.cluster.failTask(alloc.ID, 'main', { restartDelayMs: 60_000 });
+    // A supervisor started now cannot tell when Nomad's deadline comes: it waits for Nomad's decision.
+    const before = lateSupervisor(harness);
+    await driveTo(clock, START + 20_000);
+    expect(outcomeOf(before.verdicts, alloc.ID)).toBeUndefined();
     // Nomad's deadline (from its Received event), 5 ms of its tracker's lag later: it records the allocation unhealthy.
     await driveTo(clock, START + 20_105);
     fake.cluster.batch(() => {
@@ -193,8 +197,10 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
       await driveTo(clock, clock.now() + 500);
       // Judged from the kept events alone, its deadline would count from the earliest of them.
       expect(outcomeOf(late.verdicts, alloc.ID)).toEqual({ healthy: false, at: decidedAt, reasons, basis: 'nomad' });
+      expect(outcomeOf(before.verdicts, alloc.ID)).toEqual({ healthy: false, at: decidedAt, reasons, basis: 'nomad' });
     } finally {
       await late.supervisor.stop();
+      await before.supervisor.stop();
     }
   });
 
