@@ -131,7 +131,7 @@ export class Supervisor implements ExecTarget {
       options.freshness &&
       new FreshnessHorizon({ ...options.freshness, clock, nomad, logger: this.logger, deliver: (allocation) => this.onAllocation(allocation) });
     this.registry = new HealthRegistry({ clock, horizon: this.freshness ?? new ClockHorizon(clock), ...(inspect ? { inspect } : {}) });
-    this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks, { sampled: true }));
     const listener = (id: string, checks: readonly CheckView[]): boolean => this.registry.updateChecks(id, checks);
     const waiting = (id: string): boolean => this.registry.status(id)?.state !== 'pending';
     const onError = (id: string, error: unknown): void => this.logger.debug("reading Nomad's checks failed; retrying", { allocId: id, error: errorMessage(error) });
