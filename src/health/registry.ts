@@ -85,6 +85,8 @@ export const CHECK_LOOKUP_INTERVAL_MS = 500;
 export interface CheckUpdateOptions {
   /** The checks are a state Nomad's client samples every CHECK_LOOKUP_INTERVAL_MS (Consul's): see updateChecks. */
   readonly sampled?: boolean;
+  /** Clock time they were seen (the answer's arrival), when before now: a live run and its replay then agree. */
+  readonly seenAt?: number;
 }
 
 /** Something to feed at a time not yet known to be past: checks seen then, or a pending stop. */
@@ -195,7 +197,7 @@ export class HealthRegistry {
   updateChecks(allocationId: string, checks: readonly CheckView[], options: CheckUpdateOptions = {}): boolean {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
-    const at = this.checksAt(entry, options.sampled === true);
+    const at = this.checksAt(entry, options);
     const replaced = this.unqueueChecksAt(entry, at);
     const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.context.checks;
     if (checkViewsProblem(checks) !== null || !sameChecks(latest, checks)) this.enqueue(entry, { at, checks });
@@ -323,11 +325,11 @@ export class HealthRegistry {
     return queued === undefined ? wake : Math.min(wake, queued);
   }
 
-  /** When checks seen now count: now, or Nomad's next look at them (from when it began watching). */
-  private checksAt(entry: Entry, sampled: boolean): number {
-    const at = Math.max(this.clock.now(), entry.context.now);
+  /** When checks count: when seen, or Nomad's next look at them (from when it began watching). */
+  private checksAt(entry: Entry, { sampled, seenAt }: CheckUpdateOptions): number {
+    const at = Math.max(Math.min(seenAt ?? Number.POSITIVE_INFINITY, this.clock.now()), entry.context.now);
     const since = entry.context.watchingSince;
-    if (!sampled || since === null) return at;
+    if (sampled !== true || since === null) return at;
     const looks = Math.max(1, Math.ceil((at - since) / CHECK_LOOKUP_INTERVAL_MS));
     return since + looks * CHECK_LOOKUP_INTERVAL_MS;
   }

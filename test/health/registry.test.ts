@@ -197,6 +197,15 @@ describe('bad input', () => {
       expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 3380, reasons: {} });
     });
 
+    it('checks count from when their answer arrived (seenAt), not from when they are handed over: a replay gives the same look', () => {
+      const { clock, registry } = tracked();
+      clock.advance(1390);
+      // Arrived 10 ms before the look at T0 + 1380, handed over 10 ms after it.
+      registry.updateChecks('a', alive('passing'), { sampled: true, seenAt: T0 + 1370 });
+      clock.advance(2000);
+      expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 3380, reasons: {} });
+    });
+
     it('a failure a look sees resets the window; unsampled checks count from when they are seen', () => {
       const { clock, registry } = tracked();
       registry.updateChecks('a', alive('passing'), { sampled: true });
