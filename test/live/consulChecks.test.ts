@@ -22,6 +22,7 @@ import {
   setServerCode,
   untilAgentChecks,
   type CaseJob,
+  type CheckStatus,
   type NomadVerdict,
   type WardenVerdict,
 } from './support/consulChecks.js';
@@ -93,6 +94,17 @@ function hold(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** A drive that sets the script check `name` to each status in turn, each held 1.2 s (more than two of Nomad's looks). */
+function flap(name: string, statuses: readonly CheckStatus[]): (context: CaseContext) => Promise<void> {
+  return async ({ allocId }) => {
+    const id = await scriptCheckId(allocId, name);
+    for (const status of statuses) {
+      await setCheckStatus(id, status);
+      await hold(1_200);
+    }
+  };
+}
+
 const M = 3;
 /** Nomad sets its Timestamp a little after its timer fires (tens of ms on a loaded machine). */
 const AGREEMENT_MS = 100;
@@ -160,13 +172,7 @@ describe('checks mode with Consul against the real agents', () => {
     const result = await runCase(
       'flapping',
       { minHealthyTimeS: M, healthyDeadlineS: 20, services: [{ name: 'api', level: 'task', checks: [{ kind: 'script', name: 'ready', exit: 2 }] }] },
-      async ({ allocId }) => {
-        const id = await scriptCheckId(allocId, 'ready');
-        for (const status of ['passing', 'critical', 'passing', 'warning', 'passing'] as const) {
-          await setCheckStatus(id, status);
-          await hold(1_200);
-        }
-      },
+      flap('ready', ['passing', 'critical', 'passing', 'warning', 'passing']),
     );
     expectNomads(result, true);
   });
@@ -175,13 +181,7 @@ describe('checks mode with Consul against the real agents', () => {
     const result = await runCase(
       'flapping-deadline',
       { minHealthyTimeS: M, healthyDeadlineS: 10, services: [{ name: 'api', level: 'task', checks: [{ kind: 'script', name: 'ready', exit: 2 }] }] },
-      async ({ allocId }) => {
-        const id = await scriptCheckId(allocId, 'ready');
-        for (const status of ['passing', 'critical', 'passing', 'critical', 'passing', 'critical'] as const) {
-          await setCheckStatus(id, status);
-          await hold(1_200);
-        }
-      },
+      flap('ready', ['passing', 'critical', 'passing', 'critical', 'passing', 'critical']),
     );
     expectNomads(result, false, NOT_HEALTHY);
   });
