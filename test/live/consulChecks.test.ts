@@ -4,7 +4,7 @@
  * against `warden watch --json`'s (started before the jobs, with CONSUL_HTTP_ADDR), which is
  * recorded and replayed at the end.
  */
-import { copyFileSync, mkdtempSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { replay } from '../../src/cli/recordCommands.js';
@@ -28,7 +28,8 @@ import {
 } from './support/consulChecks.js';
 
 const prefix = uniqueJobId('consul');
-const recording = join(mkdtempSync(join(tmpdir(), 'warden-live-consul-')), 'checks.ndjson');
+const recordingDir = mkdtempSync(join(tmpdir(), 'warden-checks-recording-'));
+const recording = join(recordingDir, 'checks.ndjson');
 const jobs = useLiveJobs();
 
 let session: Promise<LiveWatch> | undefined;
@@ -44,6 +45,7 @@ function watching(): Promise<LiveWatch> {
 
 afterAll(async () => {
   await (await session)?.close();
+  rmSync(recordingDir, { recursive: true, force: true });
 });
 
 interface CaseContext {
