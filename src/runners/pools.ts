@@ -18,7 +18,7 @@ import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import { environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
 import type { RunnerInput, StopReason } from '../../machines/runnerTypes.js';
 import { DEFAULT_SETUSER } from '../exec/executionOptions.js';
-import type { Allocation } from '../nomad/types.js';
+import type { Allocation, Job } from '../nomad/types.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { errorMessage } from '../errorMessage.js';
 import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, RunnerStoppedError, UnknownEnvironmentError, UnknownRunnerError } from './errors.js';
@@ -29,6 +29,8 @@ import { checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateK
 import { readClusterPools } from './recovery.js';
 import { EvaluationFollowers } from './evaluationFollowers.js';
 import { RunnerActorMap } from './runnerActors.js';
+import { SerialQueues } from './serialQueues.js';
+import { StrayRunners } from './strayRunners.js';
 import { runnerAllocation } from './runnerAllocation.js';
 import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
 
@@ -89,7 +91,11 @@ export interface RunnerStartup {
 }
 
 export interface PoolProblem {
-  kind: 'orphan-runner' | 'recovery-failed' | 'template-placement' | 'environment-failed';
+  /**
+   * orphan-runner: a runner job of no environment; unknown-runner: one of a known environment that
+   * is not Warden's (both left alone); recreated-runner: one a write re-created after its purge (purged).
+   */
+  kind: 'orphan-runner' | 'unknown-runner' | 'recreated-runner' | 'recovery-failed' | 'template-placement' | 'environment-failed';
   message: string;
   environmentId?: number;
   jobId?: string;
@@ -124,11 +130,14 @@ export class RunnerPools {
   private readonly environmentActors = new Map<number, EnvironmentActor>();
   private readonly runnerActors: RunnerActorMap;
   private readonly evaluations: EvaluationFollowers;
+  private readonly strays: StrayRunners;
   private readonly running = new Map<string, Map<string, RunningExecution>>();
   /** Environment writes in order, one at a time per environment. */
-  private readonly queues = new Map<number, Promise<unknown>>();
+  private readonly queues = new SerialQueues<number>();
   /** Allocation updates of runners without an actor yet, kept while recovering. */
   private readonly early = new Map<string, Allocation>();
+  /** Runner jobs registered while the cluster was read: looked at once it is read. */
+  private readonly earlyJobs = new Map<string, Job>();
   private readonly host: RunnerHost;
   private readonly unfollow: () => void;
   /** Cluster reads in progress (the recovery, fetches): allocation updates of runners not known yet are kept meanwhile. */
@@ -153,6 +162,13 @@ export class RunnerPools {
       report: (message) => this.report({ kind: 'template-placement', message }),
       endExecutions: (runnerId, reason) => this.endExecutions(runnerId, reason),
     });
+    this.strays = new StrayRunners({
+      writes: this.writes,
+      poolWrites: this.poolWrites,
+      known: (jobId) => this.runnerActors.get(jobId) !== undefined,
+      environmentKnown: (id) => this.environmentActors.has(id),
+      report: (problem) => this.report(problem),
+    });
     this.host = {
       clock: supervisor.clock,
       target: supervisor,
@@ -163,10 +179,12 @@ export class RunnerPools {
     };
     const unfollowAllocations = supervisor.followAllocations({ handle: (allocation) => this.route(allocation) });
     const unfollowEvaluations = supervisor.followEvaluations({ handle: (evaluation) => this.evaluations.update(evaluation) });
+    const unfollowJobs = supervisor.followJobs({ handle: (job, deleted) => this.onJob(job, deleted) });
     const connection = supervisor.connection$.subscribe((state) => this.evaluations.streaming(state === 'streaming'));
     this.unfollow = () => {
       unfollowAllocations();
       unfollowEvaluations();
+      unfollowJobs();
       connection.unsubscribe();
     };
     supervisor.actor.subscribe({ complete: () => this.shutDown() });
@@ -302,11 +320,12 @@ export class RunnerPools {
       const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
       for (const environment of found.environments) {
         const { id } = environment.spec;
-        if (this.environmentActors.has(id) || this.queues.has(id)) continue;
+        if (this.environmentActors.has(id) || this.queues.busy(id)) continue;
         this.checkRunning('the environments were fetched');
         this.spawnEnvironment(environment.spec, false, environment.runners);
         adopted.push(id);
       }
+      void this.strays.purgeRecreated(found.recreated);
     } finally {
       this.doneReading();
     }
@@ -404,13 +423,7 @@ export class RunnerPools {
   }
 
   private queued<T>(id: number, work: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(work);
-    this.queues.set(id, next);
-    void next.finally(() => {
-      if (this.queues.get(id) === next) this.queues.delete(id);
-    }).catch(() => undefined);
-    return next;
+    return this.queues.run(id, work);
   }
 
   private async recover(): Promise<void> {
@@ -421,6 +434,7 @@ export class RunnerPools {
         this.report({ kind: 'orphan-runner', jobId: orphan, message: `runner job ${orphan} belongs to no environment on the cluster; left alone` });
       }
       for (const environment of found.environments) this.spawnEnvironment(environment.spec, false, environment.runners);
+      void this.strays.purgeRecreated(found.recreated);
     } catch (error) {
       this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${errorMessage(error)}` });
     } finally {
@@ -435,6 +449,17 @@ export class RunnerPools {
     const early = [...this.early.values()];
     this.early.clear();
     for (const allocation of early) this.route(allocation);
+    const jobs = [...this.earlyJobs.values()];
+    this.earlyJobs.clear();
+    for (const job of jobs) this.onJob(job, false);
+  }
+
+  /** A runner job registered that no runner of the pools stands for: see StrayRunners. */
+  private onJob(job: Job, deleted: boolean): void {
+    const namespace = this.supervisor.nomad.config.namespace ?? 'default';
+    if (deleted || this.stopped || (job.Namespace || 'default') !== namespace || environmentOfRunner(job.ID) === undefined) return;
+    if (this.reading > 0) this.earlyJobs.set(job.ID, job);
+    else void this.strays.examine(job);
   }
 
   /** A runner's allocation update goes to its actor (kept for later while recovering). */

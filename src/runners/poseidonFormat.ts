@@ -228,6 +228,15 @@ export function runnerMeta(job: Job): RunnerMeta {
   return { used: meta[META_USED] === 'true', timeoutS: parsed ?? RUNNER_TIMEOUT_FALLBACK_S, timeoutMissing: parsed === undefined };
 }
 
+/**
+ * A runner job marked used at version 0: no update ever marked it (Warden and Poseidon register
+ * runners unused and mark them with an update, which makes version 1), so a used mark created it,
+ * landing after the runner's purge (issue 19). Nobody holds such a runner: it is purged.
+ */
+export function isRecreatedRunner(job: Job): boolean {
+  return (job.Version ?? 0) === 0 && runnerMeta(job).used;
+}
+
 /** The environment a template job (or a runner job copied from one) describes. */
 export function specOfJob(job: Job, environmentId: number): ResolvedEnvironmentSpec {
   const runners = group(job, RUNNER_GROUP);
