@@ -98,6 +98,11 @@ const without = (ids: readonly string[], id: string): string[] => ids.filter((ot
 /** The actors of these runners (one that has ended is gone, and has said so). */
 const actorsOf = (context: EnvironmentContext, ids: readonly string[]): AnyActorRef[] => ids.flatMap((id) => context.runnerActors.get(id) ?? []);
 
+/** The wait after `failures` runners in a row failed: initialMs × 2^(failures-1), at most maxMs. */
+export function backoffMs(context: Pick<EnvironmentContext, 'backoff' | 'failures'>): number {
+  return Math.min(context.backoff.maxMs, context.backoff.initialMs * 2 ** Math.max(0, context.failures - 1));
+}
+
 function deficit(context: EnvironmentContext): number {
   return context.spec.prewarmingPoolSize - context.idle.length - context.provisioning.length;
 }
@@ -219,7 +224,7 @@ export const environmentMachine = setup({
     })),
   },
   delays: {
-    backoff: ({ context }) => Math.min(context.backoff.maxMs, context.backoff.initialMs * 2 ** Math.max(0, context.failures - 1)),
+    backoff: ({ context }) => backoffMs(context),
     retryRemoval: 5_000,
   },
 }).createMachine({

@@ -24,6 +24,9 @@ export type {
  * machine only says when); the timers are delayed transitions on the actor's clock.
  */
 
+/** Why a runner whose task was OOM-killed stopped: Poseidon's ErrOOMKilled, word for word. */
+export const OOM_KILLED = 'the allocation was OOM Killed';
+
 /** Retries of Nomad writes: 0.5 s, doubling, at most 30 s (deterministic: the machine is pure). */
 export function writeRetryMs(attempt: number): number {
   return Math.min(30_000, 500 * 2 ** Math.max(0, attempt - 1));
@@ -133,6 +136,8 @@ export const runnerMachine = setup({
     stopForAllocation: enqueueActions(({ enqueue, event }) => {
       const allocation = updated(event);
       if (!allocation) return;
+      // Poseidon's words for an OOM kill (dto.ErrOOMKilled), which its clients match exactly.
+      if (allocation.oomKilled === true) return enqueue.assign({ allocation, stopReason: { kind: 'oom-killed', message: OOM_KILLED, failure: false } });
       const gone = allocation.status === 'ended' ? (allocation.reason ?? 'the allocation ended') : 'the allocation restarted, losing its state';
       enqueue.assign({ allocation, stopReason: { kind: 'allocation-ended', message: gone, failure: false } });
     }),

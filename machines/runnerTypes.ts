@@ -17,6 +17,10 @@ export interface RunnerAllocation {
   status: 'pending' | 'running' | 'ended';
   /** Why it ended, in Nomad's words. */
   reason?: string;
+  /** Still pending: what went wrong with its tasks so far (a driver failure, an exit before a restart). */
+  trouble?: string;
+  /** The runner's task was OOM-killed last (Nomad's Terminated event with `oom_killed`). */
+  oomKilled?: boolean;
   ports: MappedPort[];
   /** Clock time the update was received. */
   at: number;
@@ -77,7 +81,7 @@ export interface RunnerActors {
   get(runnerId: string): AnyActorRef | undefined;
 }
 
-export type StopReasonKind = 'inactivity' | 'destroyed' | 'retired' | 'allocation-ended' | 'allocation-failed' | 'placement-failed';
+export type StopReasonKind = 'inactivity' | 'destroyed' | 'retired' | 'allocation-ended' | 'allocation-failed' | 'placement-failed' | 'oom-killed';
 
 export interface StopReason {
   kind: StopReasonKind;

@@ -67,7 +67,8 @@ export function apiErrorOf(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof InvalidEnvironmentError) return badRequest(error.message);
   if (error instanceof UnknownEnvironmentError) return notFound(MESSAGES.unknownEnvironment);
-  if (error instanceof NoIdleRunnerError) return internalError(MESSAGES.noRunners, 'NOMAD_OVERLOAD');
+  // Poseidon's words first (clients may match them), then Nomad's reason when there is one.
+  if (error instanceof NoIdleRunnerError) return internalError(error.reason === undefined ? MESSAGES.noRunners : `${MESSAGES.noRunners}: ${error.reason}`, 'NOMAD_OVERLOAD');
   if (error instanceof UnknownRunnerError || error instanceof RunnerUnavailableError) return runnerGone();
   if (error instanceof RunnerFileNotFoundError) return new ApiError(424, MESSAGES.fileNotFound);
   // The cluster has no room: the same answer as an empty pool.

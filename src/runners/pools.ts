@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
-import { environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
+import { backoffMs, environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
 import type { RunnerInput, StopReason } from '../../machines/runnerTypes.js';
 import { DEFAULT_SETUSER } from '../exec/executionOptions.js';
 import type { Allocation, Job } from '../nomad/types.js';
@@ -31,6 +31,7 @@ import { EvaluationFollowers } from './evaluationFollowers.js';
 import { RunnerActorMap } from './runnerActors.js';
 import { SerialQueues } from './serialQueues.js';
 import { StrayRunners } from './strayRunners.js';
+import { oneLine } from './taskTrouble.js';
 import { runnerAllocation } from './runnerAllocation.js';
 import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
 
@@ -44,6 +45,8 @@ export interface RunnerPoolsOptions {
    * the task's directory (`$NOMAD_TASK_DIR`) for exec and raw_exec.
    */
   workingDirectory?: (spec: ResolvedEnvironmentSpec) => string | undefined;
+  /** Where the stderr fifo of an execution under a terminal is made, in the runner (default /tmp, as Poseidon). */
+  fifoDirectory?: string;
   /** Seconds between a timed-out command's SIGQUIT and the end of its session (default 3, Poseidon's). */
   executionGraceS?: number;
   /** Back-off of an environment whose runners fail to be placed or to start (defaults 1 s doubling to 60 s). */
@@ -72,6 +75,12 @@ export interface EnvironmentSummary {
   backingOff: boolean;
   failures: number;
   lastError: string | null;
+  /**
+   * Why the pool has fewer idle runners than its size, in Nomad's words, when something is wrong:
+   * the latest runner that could not be placed or started (while the environment backs off), or
+   * the trouble of one that does not start (a driver failure, its task restarting). Null otherwise.
+   */
+  failure: string | null;
   /** Pending to running, of the latest runner that became idle (Poseidon's startup duration). */
   lastStartupMs: number | null;
 }
@@ -93,9 +102,10 @@ export interface RunnerStartup {
 export interface PoolProblem {
   /**
    * orphan-runner: a runner job of no environment; unknown-runner: one of a known environment that
-   * is not Warden's (both left alone); recreated-runner: one a write re-created after its purge (purged).
+   * is not Warden's (both left alone); recreated-runner: one a write re-created after its purge (purged);
+   * runner-failed: a runner could not be placed or started (Nomad's reason; the environment backs off).
    */
-  kind: 'orphan-runner' | 'unknown-runner' | 'recreated-runner' | 'recovery-failed' | 'template-placement' | 'environment-failed';
+  kind: 'orphan-runner' | 'unknown-runner' | 'recreated-runner' | 'runner-failed' | 'recovery-failed' | 'template-placement' | 'environment-failed';
   message: string;
   environmentId?: number;
   jobId?: string;
@@ -226,8 +236,19 @@ export class RunnerPools {
       backingOff: snapshot.status === 'active' && snapshot.matches({ live: { pool: 'backingOff' } }),
       failures: context.failures,
       lastError: context.lastError ?? null,
+      failure: this.failureOf(context),
       lastStartupMs: context.lastStartupMs ?? null,
     };
+  }
+
+  private failureOf(context: EnvironmentContext): string | null {
+    if (context.idle.length >= context.spec.prewarmingPoolSize) return null;
+    if (context.failures > 0 && context.lastError !== undefined) return oneLine(context.lastError);
+    for (const runnerId of context.provisioning) {
+      const trouble = this.runnerActor(runnerId)?.getSnapshot().context.allocation?.trouble;
+      if (trouble !== undefined) return `runner ${runnerId} does not start: ${trouble}`;
+    }
+    return null;
   }
 
   /** Poseidon's statistics: pool size, idle and used runners per environment. */
@@ -287,7 +308,7 @@ export class RunnerPools {
     actor.send({ type: 'CLAIM', claimId, timeoutMs: timeoutS * 1000, at: this.supervisor.clock.now() });
     const answer = actor.getSnapshot().context.claim;
     if (answer?.claimId !== claimId) throw new RunnerPoolError('the pool could not answer the claim: claim() was called while the pool was handling an event');
-    if (answer.runnerId === undefined) throw new NoIdleRunnerError(environmentId);
+    if (answer.runnerId === undefined) throw new NoIdleRunnerError(environmentId, this.environmentSummary(environmentId)?.failure ?? undefined);
     return new Runner(this.host, answer.runnerId, environmentId);
   }
 
@@ -382,8 +403,14 @@ export class RunnerPools {
     const actor = this.supervisor.actor.system.get(environmentActorId(spec.id)) as EnvironmentActor;
     this.environmentActors.set(spec.id, actor);
     let started = actor.getSnapshot().context.started;
+    let failures = actor.getSnapshot().context.failures;
     actor.subscribe({
       next: ({ context }) => {
+        // Each runner that failed to be placed or to start is said, with Nomad's reason and the back-off.
+        if (context.failures > failures && context.lastError !== undefined) {
+          this.report({ kind: 'runner-failed', environmentId: spec.id, message: `environment ${spec.id}: ${oneLine(context.lastError)}; trying again in ${backoffMs(context) / 1000} s` });
+        }
+        failures = context.failures;
         // One RUNNER.IDLE a step: each startup is seen once.
         if (context.started > started && context.lastStartupMs !== undefined) this.startupSubject.next({ environmentId: spec.id, startupMs: context.lastStartupMs });
         started = context.started;
@@ -505,6 +532,7 @@ export class RunnerPools {
       setuser: this.options.setuser ?? DEFAULT_SETUSER,
       workingDirectory: spec && this.options.workingDirectory ? this.options.workingDirectory(spec) : defaultDirectory,
       graceMs: (this.options.executionGraceS ?? 3) * 1000,
+      ...(this.options.fifoDirectory === undefined ? {} : { fifoDirectory: this.options.fifoDirectory }),
     };
   }
 
