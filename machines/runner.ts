@@ -59,7 +59,7 @@ export const runnerMachine = setup({
     output: {} as RunnerOutput,
   },
   actors: {
-    registerRunner: fromPromise<void, { io: RunnerIo; runnerId: string; spec: ResolvedEnvironmentSpec }>(({ input }) => input.io.registerRunner(input)),
+    registerRunner: fromPromise<void, { io: RunnerIo; runnerId: string; spec: ResolvedEnvironmentSpec; forcePull: boolean }>(({ input }) => input.io.registerRunner(input)),
     // A destroy right after the claim stops this actor: its signal keeps the mark from being written after the purge.
     markUsed: fromPromise<void, { io: RunnerIo; runnerId: string; timeoutMs: number }>(({ input, signal }) => input.io.markUsed({ ...input, signal })),
     deregisterRunner: fromPromise<void, { io: RunnerIo; runnerId: string }>(({ input }) => input.io.deregisterRunner(input)),
@@ -161,6 +161,7 @@ export const runnerMachine = setup({
     spec: input.spec,
     io: input.io,
     templateKey: input.templateKey,
+    forcePull: input.forcePull === true,
     recovered: input.recovered?.phase,
     allocation: input.recovered?.allocation,
     pendingSince: undefined,
@@ -190,7 +191,7 @@ export const runnerMachine = setup({
     registering: {
       invoke: {
         src: 'registerRunner',
-        input: ({ context }) => ({ io: context.io, runnerId: context.runnerId, spec: context.spec }),
+        input: ({ context }) => ({ io: context.io, runnerId: context.runnerId, spec: context.spec, forcePull: context.forcePull }),
         // Retired meanwhile: the job exists now, so it is purged.
         onDone: [{ guard: 'retireRequested', target: 'stopping', actions: 'stopRetiredWhileRegistering' }, { target: 'starting' }],
         onError: { target: 'stopping', actions: ['failPlacement', 'recordError'] },

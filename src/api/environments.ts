@@ -7,7 +7,7 @@
  */
 import type { EnvironmentSummary } from '../runners/pools.js';
 import { visibleEnvironments, type ApiRequest, type Handler } from './context.js';
-import { ApiError, badRequest, notFound } from './errors.js';
+import { ApiError, badRequest, notFound, notRecovered } from './errors.js';
 import { parseGoBool, readJson, sendEmpty, sendJson } from './http.js';
 import { environmentRequest } from './requests.js';
 
@@ -52,9 +52,11 @@ function fetchParameter({ query }: ApiRequest): boolean {
 /**
  * Poseidon's health: 204, or 503 PREWARMING_POOL_DEPLETING naming the environments whose pool is
  * emptier than the alert threshold (Poseidon's prewarming-pool alert) or cannot fill at all, the
- * latter with Nomad's reason (runners that cannot be placed or started).
+ * latter with Nomad's reason (runners that cannot be placed or started). While Nomad cannot be read
+ * at the start, 503 NOMAD_UNREACHABLE with its error (Warden keeps trying, as Poseidon does).
  */
 export const health: Handler = async ({ pools, poolAlertThreshold }, { res }) => {
+  if (!pools.recovered && pools.recoveryError !== undefined) throw notRecovered(pools.recoveryError);
   const environments = visibleEnvironments(pools);
   const depleting = environments.filter((e) => e.failure !== null || (e.spec.prewarmingPoolSize > 0 && e.idleRunners / e.spec.prewarmingPoolSize < poolAlertThreshold));
   if (depleting.length > 0) {

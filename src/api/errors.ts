@@ -54,6 +54,8 @@ export const unauthorized = (): ApiError => new ApiError(401, 'unauthorized', un
 export const methodNotAllowed = (): ApiError => new ApiError(405, 'method not allowed', undefined, true);
 export const runnerGone = (message: string = MESSAGES.unknownRunner): ApiError => new ApiError(410, message);
 export const internalError = (message: string, errorCode: ErrorCode = 'UNKNOWN'): ApiError => new ApiError(500, message, errorCode);
+/** The runner pools are not read from Nomad yet: Nomad does not answer (retried meanwhile). */
+export const notRecovered = (reason: string): ApiError => new ApiError(503, `the runner pools are not recovered from Nomad yet: ${reason}`, 'NOMAD_UNREACHABLE');
 
 /** Why Nomad failed us, in Poseidon's codes. */
 function nomadCode(error: NomadError): ErrorCode {

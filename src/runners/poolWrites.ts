@@ -14,7 +14,7 @@ import { errorMessage } from '../errorMessage.js';
 import { placed, type JobWrites } from './jobWrites.js';
 import { BoundedHistory } from '../boundedHistory.js';
 import { SerialQueues } from './serialQueues.js';
-import { META_TIMEOUT, META_USED, runnerJob, templateJob, templateJobId, withConfigMeta, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
+import { META_TIMEOUT, META_USED, runnerJob, templateJob, templateJobId, withConfigMeta, type JobBuildOptions, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
 
 /** Writes that lost an EnforceIndex race are read again and retried this many times. */
 const CONFLICT_RETRIES = 3;
@@ -22,6 +22,8 @@ const CONFLICT_RETRIES = 3;
 const PURGES_KEPT = 10_000;
 
 export interface PoolWritesOptions {
+  /** How the jobs are built beyond the spec (a custom template, the network, force pull), as the pools know it now. */
+  jobs?: () => JobBuildOptions;
   /** Something the pools could not do and report (a template's own allocation not placed). */
   report(message: string): void;
   /** A runner is stopping: end its executions. */
@@ -51,7 +53,7 @@ export class PoolWrites implements EnvironmentIo {
    * Nomad took stands, its template's placement only reported.
    */
   async registerTemplate({ spec }: { spec: ResolvedEnvironmentSpec }): Promise<void> {
-    const job = templateJob(spec);
+    const job = templateJob(spec, this.options.jobs?.());
     const { write, created } = await this.enforced(job.ID, async (current) => ({ write: await this.writes.register(job, current?.JobModifyIndex ?? 0), created: current === undefined }));
     if (!created) {
       placed(write).catch((error: unknown) => this.options.report(`environment ${spec.id}: ${errorMessage(error)}`));
@@ -70,10 +72,10 @@ export class PoolWrites implements EnvironmentIo {
   }
 
   /** A new runner job (create only: a job of that ID already there is an error) whose evaluation places it. */
-  async registerRunner({ runnerId, spec }: { runnerId: string; spec: ResolvedEnvironmentSpec }): Promise<void> {
+  async registerRunner({ runnerId, spec, forcePull }: { runnerId: string; spec: ResolvedEnvironmentSpec; forcePull: boolean }): Promise<void> {
     // Off the caller's step: the machine that asked is still processing its event.
     await Promise.resolve();
-    const job = runnerJob(spec, runnerId);
+    const job = runnerJob(spec, runnerId, { ...this.options.jobs?.(), forcePull });
     const write = await this.runnerWrites.run(runnerId, () => this.writes.register(job, 0));
     this.written.set(runnerId, { ...job, JobModifyIndex: write.jobModifyIndex });
     await placed(write);

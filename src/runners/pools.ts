@@ -25,7 +25,10 @@ import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, RunnerStoppedErr
 import type { ExecutionSettings, RunningExecution } from './execution.js';
 import { JobWrites } from './jobWrites.js';
 import { PoolWrites } from './poolWrites.js';
-import { checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateKey, type EnvironmentSpec, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
+import {
+  checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateKey, specOfJob, templateJob, type EnvironmentSpec, type JobBuildOptions, type ResolvedEnvironmentSpec,
+  type RunnerNetwork,
+} from './poseidonFormat.js';
 import { readClusterPools } from './recovery.js';
 import { EvaluationFollowers } from './evaluationFollowers.js';
 import { RunnerActorMap } from './runnerActors.js';
@@ -53,7 +56,35 @@ export interface RunnerPoolsOptions {
   backoff?: { initialMs?: number; maxMs?: number };
   /** Runner job IDs (default `<environment>-<random uuid>`). */
   newRunnerId?: (environmentId: number) => string;
+  /**
+   * A template job of your own (Poseidon's server.templatejobfile, parsed): what an environment sets
+   * is laid over it, the rest (constraints, policies, other groups) kept. Its datacenters are the
+   * default of environments that name none. A function (parsing it by Nomad) is called as the pools
+   * are recovered, and retried with the recovery until it resolves.
+   */
+  templateJob?: Job | (() => Promise<Job>);
+  /** The network of runners with network access (Poseidon's nomad.network): mode and DNS. */
+  network?: RunnerNetwork;
+  /**
+   * Never pull images again (Poseidon's nomad.disableforcepull). Otherwise the template and the
+   * runners a PUT starts pull theirs (force_pull), so a re-PUT brings a new `:latest` image.
+   */
+  disableForcePull?: boolean;
 }
+
+/** What a fetch of the cluster's environments changed (Poseidon's `fetch`). */
+export interface FetchedEnvironments {
+  /** Environments someone else put on the cluster, now served. */
+  adopted: number[];
+  /** Environments whose template job someone else changed: taken as it is now. */
+  refreshed: number[];
+  /** Environments whose template job is gone from the cluster: their runners purged, no longer served. */
+  removed: number[];
+}
+
+/** The first wait after a failed recovery, doubling up to the most. */
+const RECOVERY_RETRY_MS = 1_000;
+const RECOVERY_RETRY_MAX_MS = 30_000;
 
 export type EnvironmentState = 'registering' | 'active' | 'updating' | 'deleting' | 'deleted' | 'failed';
 
@@ -121,7 +152,10 @@ function environmentState(snapshot: ReturnType<EnvironmentActor['getSnapshot']>)
 }
 
 export class RunnerPools {
-  /** Resolves once the cluster's environments and runners are recovered (rejects never: failures are problems). */
+  /**
+   * Resolves once the cluster's environments and runners are recovered, which is retried until Nomad
+   * answers (each failure a `recovery-failed` problem), or once the pools stop. Rejects never.
+   */
   readonly ready: Promise<void>;
   /** An environment (or one of its runners) changed: its ID. */
   readonly changes$: Observable<number>;
@@ -153,6 +187,12 @@ export class RunnerPools {
   /** Cluster reads in progress (the recovery, fetches): allocation updates of runners not known yet are kept meanwhile. */
   private reading = 1;
   private stopped = false;
+  private isRecovered = false;
+  /** The custom template job, once read. */
+  private baseTemplate: Job | undefined;
+  private recoveryFailure: string | undefined;
+  /** Ends the wait between two recovery attempts (the pools stopped). */
+  private wake: (() => void) | undefined;
   private claimSeq = 0;
   private updateSeq = 0;
 
@@ -169,6 +209,7 @@ export class RunnerPools {
     this.writes = new JobWrites(supervisor.nomad, (evalId) => this.evaluations.follow(evalId));
     this.runnerActors = new RunnerActorMap({ clock: supervisor.clock, ...inspect });
     this.poolWrites = new PoolWrites(this.writes, {
+      jobs: () => this.jobOptions(),
       report: (message) => this.report({ kind: 'template-placement', message }),
       endExecutions: (runnerId, reason) => this.endExecutions(runnerId, reason),
     });
@@ -199,6 +240,16 @@ export class RunnerPools {
     };
     supervisor.actor.subscribe({ complete: () => this.shutDown() });
     this.ready = this.recover();
+  }
+
+  /** Whether the cluster's environments and runners have been read (ready has resolved). */
+  get recovered(): boolean {
+    return this.isRecovered;
+  }
+
+  /** Why the latest attempt to read the cluster failed, while the pools are not recovered yet and try again. */
+  get recoveryError(): string | undefined {
+    return this.recoveryFailure;
   }
 
   /** Every environment, with its runners. */
@@ -265,7 +316,8 @@ export class RunnerPools {
    * NomadError, or PlacementFailedError (the template could not be placed: nothing is left of it).
    */
   async putEnvironment(spec: EnvironmentSpec): Promise<{ created: boolean }> {
-    const resolved = checkEnvironmentSpec(spec);
+    const base = this.baseTemplate?.Datacenters;
+    const resolved = checkEnvironmentSpec(spec.datacenters === undefined && base != null && base.length > 0 ? { ...spec, datacenters: base } : spec);
     await this.ready;
     return this.queued(resolved.id, async () => {
       this.checkRunning('the environment was written');
@@ -328,29 +380,42 @@ export class RunnerPools {
 
   /**
    * Reads the cluster's environments again (Poseidon's `fetch`): environments whose template job
-   * someone else wrote since these pools started (another Warden, a Poseidon, `nomad job run`) are
-   * adopted with their runners, as a restart would recover them. Known environments stay as they
-   * are. Resolves with the IDs adopted; rejects with the NomadError that stopped the reading.
+   * someone else wrote since (another Warden, a Poseidon, `nomad job run`) are adopted with their
+   * runners, as a restart would recover them; known ones whose template someone else changed take
+   * it as it is (idle runners of another template replaced); known ones whose template is gone are
+   * removed, their runners purged. Environments being written right now are left to that write.
+   * Rejects with the NomadError that stopped the reading.
    */
-  async fetchEnvironments(): Promise<number[]> {
+  async fetchEnvironments(): Promise<FetchedEnvironments> {
     await this.ready;
     this.checkRunning('the environments were fetched');
     this.reading += 1;
-    const adopted: number[] = [];
+    const fetched: FetchedEnvironments = { adopted: [], refreshed: [], removed: [] };
     try {
       const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+      this.checkRunning('the environments were fetched');
+      const onCluster = new Set(found.environments.map((environment) => environment.spec.id));
       for (const environment of found.environments) {
         const { id } = environment.spec;
-        if (this.environmentActors.has(id) || this.queues.busy(id)) continue;
-        this.checkRunning('the environments were fetched');
-        this.spawnEnvironment(environment.spec, false, environment.runners);
-        adopted.push(id);
+        if (this.queues.busy(id)) continue;
+        const actor = this.environmentActors.get(id);
+        if (actor === undefined) {
+          this.spawnEnvironment(environment.spec, false, environment.runners);
+          fetched.adopted.push(id);
+        } else if (environmentState(actor.getSnapshot()) === 'active' && this.refresh(actor, environment.spec)) {
+          fetched.refreshed.push(id);
+        }
+      }
+      for (const [id, actor] of this.environmentActors) {
+        if (onCluster.has(id) || this.queues.busy(id) || environmentState(actor.getSnapshot()) !== 'active') continue;
+        actor.send({ type: 'FORGET' });
+        fetched.removed.push(id);
       }
       void this.strays.purgeRecreated(found.recreated);
     } finally {
       this.doneReading();
     }
-    return adopted;
+    return fetched;
   }
 
   /** Stops following the supervisor: the runners' actors stop where they are, executions end (the supervisor's stop does this too). */
@@ -375,9 +440,27 @@ export class RunnerPools {
     }
   }
 
+  /** Takes a template job someone else changed; false when it says what the environment says already. */
+  private refresh(actor: EnvironmentActor, found: ResolvedEnvironmentSpec): boolean {
+    const { spec, templateKey } = actor.getSnapshot().context;
+    // What this environment's own template reads back as (a custom template adds what it sets).
+    const own = specOfJob(templateJob(spec, this.jobOptions()), spec.id);
+    const sameRunners = runnerTemplateKey(found) === runnerTemplateKey(own);
+    if (sameRunners && found.prewarmingPoolSize === spec.prewarmingPoolSize) return false;
+    actor.send({ type: 'REFRESH', spec: sameRunners ? { ...spec, prewarmingPoolSize: found.prewarmingPoolSize } : found, templateKey: sameRunners ? templateKey : runnerTemplateKey(found) });
+    return true;
+  }
+
+  private jobOptions(): JobBuildOptions {
+    const { network, disableForcePull } = this.options;
+    const base = this.baseTemplate;
+    return { ...(base === undefined ? {} : { base }), ...(network === undefined ? {} : { network }), ...(disableForcePull === undefined ? {} : { disableForcePull }) };
+  }
+
   private async update(actor: EnvironmentActor, spec: ResolvedEnvironmentSpec): Promise<Record<string, never>> {
     const requestId = ++this.updateSeq;
-    actor.send({ type: 'UPDATE', requestId, spec, templateKey: runnerTemplateKey(spec) });
+    // A PUT pulls the image again (CodeOcean saves its environments to get a new `:latest`), unless pulls are off.
+    actor.send({ type: 'UPDATE', requestId, spec, templateKey: runnerTemplateKey(spec), pull: this.options.disableForcePull !== true });
     await this.until(actor, (snapshot) => snapshot.context.update?.requestId === requestId);
     const error = actor.getSnapshot().context.update?.error;
     if (error !== undefined) throw new RunnerPoolError(`environment ${spec.id}: ${error}`);
@@ -453,20 +536,53 @@ export class RunnerPools {
     return this.queues.run(id, work);
   }
 
+  /**
+   * Reads the cluster's pools, again and again until Nomad answers (as Poseidon's
+   * KeepEnvironmentsSynced retries its load): each failure is reported with the wait before the
+   * next attempt, 1 s doubling to 30 s on the clock.
+   */
   private async recover(): Promise<void> {
     try {
-      const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+      let found: Awaited<ReturnType<typeof readClusterPools>> | undefined;
+      for (let attempt = 1; found === undefined; attempt++) {
+        try {
+          const { templateJob: base } = this.options;
+          if (this.baseTemplate === undefined && base !== undefined) this.baseTemplate = typeof base === 'function' ? await base() : base;
+          found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+        } catch (error) {
+          if (this.stopped) return;
+          const waitMs = Math.min(RECOVERY_RETRY_MAX_MS, RECOVERY_RETRY_MS * 2 ** (attempt - 1));
+          this.recoveryFailure = errorMessage(error);
+          this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${this.recoveryFailure}; retrying in ${waitMs / 1000} s (attempt ${attempt})` });
+          await this.pause(waitMs);
+          if (this.stopped) return;
+        }
+      }
+      this.recoveryFailure = undefined;
+      this.isRecovered = true;
       if (this.stopped) return;
       for (const orphan of found.orphans) {
         this.report({ kind: 'orphan-runner', jobId: orphan, message: `runner job ${orphan} belongs to no environment on the cluster; left alone` });
       }
       for (const environment of found.environments) this.spawnEnvironment(environment.spec, false, environment.runners);
       void this.strays.purgeRecreated(found.recreated);
-    } catch (error) {
-      this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${errorMessage(error)}` });
     } finally {
       this.doneReading();
     }
+  }
+
+  /** Waits on the clock; cut short when the pools stop. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = this.supervisor.clock.setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        this.supervisor.clock.clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   private doneReading(): void {
@@ -547,6 +663,7 @@ export class RunnerPools {
   private shutDown(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.wake?.();
     this.unfollow();
     // The environments stopped with the supervisor; their runners and writes' evaluations stop with them, as they are.
     this.runnerActors.stopAll();

@@ -59,6 +59,8 @@ export async function startPoolHarness(
     inspect?: InspectionObserver;
     /** A layer of the test's own on the client's wire, given the fake (see racingRegister.ts). */
     wire?: (fake: FakeNomad) => WireLayer;
+    /** The fake refuses every connection until `fake.faults.clear()`: the pools are not waited for. */
+    refuseAtStart?: boolean;
   } = {},
 ): Promise<PoolHarness> {
   const clock = new VirtualClock({ start: options.start ?? START });
@@ -71,6 +73,7 @@ export async function startPoolHarness(
   const driver = new QuietDriver(clock);
   driver.add({ server: fake.activity, client: tally });
   const wire = options.wire?.(fake);
+  if (options.refuseAtStart === true) fake.faults.refuseConnections();
   let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect, wire);
   current.pools.problems$.subscribe((problem) => problems.push(problem));
 
@@ -124,6 +127,6 @@ export async function startPoolHarness(
       await fake.close();
     },
   };
-  await settled(current.pools.ready);
+  if (options.refuseAtStart !== true) await settled(current.pools.ready);
   return harness;
 }
