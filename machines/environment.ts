@@ -112,6 +112,28 @@ export function backoffMs(context: Pick<EnvironmentContext, 'backoff' | 'failure
   return Math.min(context.backoff.maxMs, context.backoff.initialMs * 2 ** Math.max(0, context.failures - 1));
 }
 
+/**
+ * A new spec for the environment; with `replace`, its idle and provisioning runners retired (by
+ * `retire`) and dropped from the pool, which then starts runners of the new spec.
+ */
+function takeSpec(
+  context: EnvironmentContext,
+  spec: ResolvedEnvironmentSpec,
+  templateKey: string,
+  replace: boolean,
+  reason: string,
+  retire: (runner: AnyActorRef, reason: string) => void,
+): Pick<EnvironmentContext, 'spec' | 'templateKey' | 'idle' | 'provisioning'> {
+  const replaced = replace ? [...context.idle, ...context.provisioning] : [];
+  for (const runner of actorsOf(context, replaced)) retire(runner, reason);
+  return {
+    spec,
+    templateKey,
+    idle: context.idle.filter((id) => !replaced.includes(id)),
+    provisioning: context.provisioning.filter((id) => !replaced.includes(id)),
+  };
+}
+
 function deficit(context: EnvironmentContext): number {
   return context.spec.prewarmingPoolSize - context.idle.length - context.provisioning.length;
 }
@@ -223,13 +245,8 @@ export const environmentMachine = setup({
       const update = context.pendingUpdate;
       if (update === undefined) return;
       const replace = update.pull || update.templateKey !== context.templateKey;
-      const replaced = replace ? [...context.idle, ...context.provisioning] : [];
-      for (const runner of actorsOf(context, replaced)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'its environment was updated' });
       enqueue.assign({
-        spec: update.spec,
-        templateKey: update.templateKey,
-        idle: context.idle.filter((id) => !replaced.includes(id)),
-        provisioning: context.provisioning.filter((id) => !replaced.includes(id)),
+        ...takeSpec(context, update.spec, update.templateKey, replace, 'its environment was updated', (runner, reason) => enqueue.sendTo(runner, { type: 'RETIRE', reason })),
         pendingUpdate: undefined,
         update: { requestId: update.requestId, error: undefined },
         forcePulls: update.pull ? update.spec.prewarmingPoolSize : context.forcePulls,
@@ -238,14 +255,8 @@ export const environmentMachine = setup({
     // Someone else's template: taken as it is; idle and provisioning runners of another key replaced.
     applyRefresh: enqueueActions(({ context, enqueue, event }) => {
       if (event.type !== 'REFRESH') return;
-      const replaced = event.templateKey === context.templateKey ? [] : [...context.idle, ...context.provisioning];
-      for (const runner of actorsOf(context, replaced)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'its environment was changed in Nomad' });
-      enqueue.assign({
-        spec: event.spec,
-        templateKey: event.templateKey,
-        idle: context.idle.filter((id) => !replaced.includes(id)),
-        provisioning: context.provisioning.filter((id) => !replaced.includes(id)),
-      });
+      const replace = event.templateKey !== context.templateKey;
+      enqueue.assign(takeSpec(context, event.spec, event.templateKey, replace, 'its environment was changed in Nomad', (runner, reason) => enqueue.sendTo(runner, { type: 'RETIRE', reason })));
     }),
     forgetTemplate: assign({ templateGone: true }),
     refuseUpdate: assign(({ context, event }) => ({

@@ -15,22 +15,11 @@ import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { recordFigure } from './support/figures.js';
 import { liveClient, liveEnv, waitFor } from './support/live.js';
+import { until } from './support/pools.js';
 
 /** WARDEN_LIVE_RACE_ITERATIONS runs a longer loop by hand. */
 const ITERATIONS = Number(process.env.WARDEN_LIVE_RACE_ITERATIONS ?? 40);
 const POOL_SIZE = 4;
-
-function until(pools: RunnerPools, done: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (done()) return resolve();
-    const subscription = pools.changes$.subscribe(() => {
-      if (done()) {
-        subscription.unsubscribe();
-        resolve();
-      }
-    });
-  });
-}
 
 describe('claim then delete at once, on a real Nomad', () => {
   let supervisor: Supervisor;

@@ -16,18 +16,7 @@ import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { recordFigure } from './support/figures.js';
 import { liveClient, liveEnv } from './support/live.js';
-
-function until(pools: RunnerPools, done: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (done()) return resolve();
-    const subscription = pools.changes$.subscribe(() => {
-      if (done()) {
-        subscription.unsubscribe();
-        resolve();
-      }
-    });
-  });
-}
+import { until } from './support/pools.js';
 
 describe("Poseidon's pool semantics on a real Nomad", () => {
   let supervisor: Supervisor;

@@ -27,6 +27,16 @@ function recreated(job: Job): Job {
   };
 }
 
+/** A runner claimed, its used mark in Nomad, then destroyed: its job as the mark left it. */
+async function markedThenDestroyed(h: PoolHarness): Promise<{ id: string; job: Job }> {
+  await warmPool(h);
+  const runner = h.pools.claim(ENVIRONMENT, { inactivityTimeoutS: 0 });
+  await h.driveUntil(() => configMeta(h.fake.cluster.job(runner.id) ?? { ID: runner.id }).used === 'true');
+  const job = h.fake.cluster.job(runner.id)!;
+  await h.settled(runner.destroy());
+  return { id: runner.id, job };
+}
+
 const recreatedProblems = (h: PoolHarness): (string | undefined)[] => h.problems.filter((p) => p.kind === 'recreated-runner').map((p) => p.jobId);
 
 describe('claim then destroy at once', () => {
@@ -63,15 +73,11 @@ describe('claim then destroy at once', () => {
   it('a purged runner job written again is found on the event stream and purged', async () => {
     const h = await startPoolHarness();
     try {
-      await warmPool(h);
-      const runner = h.pools.claim(ENVIRONMENT, { inactivityTimeoutS: 0 });
-      await h.driveUntil(() => configMeta(h.fake.cluster.job(runner.id) ?? {ID: runner.id}).used === 'true');
-      const job = h.fake.cluster.job(runner.id)!;
-      await h.settled(runner.destroy());
+      const { id, job } = await markedThenDestroyed(h);
       // The mark of a claim (or any write Warden sent before its purge) landing after it.
       h.fake.cluster.registerJob({ ...job, TaskGroups: job.TaskGroups });
-      await h.driveUntil(() => h.fake.cluster.job(runner.id) === undefined, 5_000);
-      expect(recreatedProblems(h)).toEqual([runner.id]);
+      await h.driveUntil(() => h.fake.cluster.job(id) === undefined, 5_000);
+      expect(recreatedProblems(h)).toEqual([id]);
       expect(h.problems.find((p) => p.kind === 'recreated-runner')?.message).toMatch(/written again after Warden purged it.*purged$/);
       expect(h.pools.statistics()[String(ENVIRONMENT)]).toMatchObject({ usedRunners: 0 });
     } finally {
@@ -82,20 +88,16 @@ describe('claim then destroy at once', () => {
   it('after a restart, a runner job used at version 0 is purged, not adopted as a used runner', async () => {
     const h = await startPoolHarness();
     try {
-      await warmPool(h);
-      const runner = h.pools.claim(ENVIRONMENT, { inactivityTimeoutS: 0 });
-      await h.driveUntil(() => configMeta(h.fake.cluster.job(runner.id) ?? {ID: runner.id}).used === 'true');
-      const job = h.fake.cluster.job(runner.id)!;
-      await h.settled(runner.destroy());
+      const { id, job } = await markedThenDestroyed(h);
       // Re-created while no Warden ran (its purge not remembered by the next one).
       await h.supervisor.stop();
       h.fake.cluster.registerJob(recreated(job));
-      expect(h.fake.cluster.job(runner.id)).toMatchObject({ Version: 0 });
+      expect(h.fake.cluster.job(id)).toMatchObject({ Version: 0 });
       await h.restart();
       await h.drive(3_000);
-      expect(h.fake.cluster.job(runner.id)).toBeUndefined();
-      expect(h.pools.runner(runner.id)).toBeUndefined();
-      expect(recreatedProblems(h)).toEqual([runner.id]);
+      expect(h.fake.cluster.job(id)).toBeUndefined();
+      expect(h.pools.runner(id)).toBeUndefined();
+      expect(recreatedProblems(h)).toEqual([id]);
       expect(h.pools.statistics()[String(ENVIRONMENT)]).toMatchObject({ usedRunners: 0, idleRunners: 1 });
     } finally {
       await h.close();
