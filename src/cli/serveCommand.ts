@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { PoseidonApi, API_BASE_PATH } from '../api/api.js';
 import { ApiMetrics } from '../api/metrics.js';
 import { startApiServer } from '../api/server.js';
@@ -26,14 +26,11 @@ import { registerSecret, withoutCredentials } from '../secrets.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { paint } from '../supervisor/describe.js';
 import { errorMessage } from '../errorMessage.js';
-import { argvWords, fraction, listenAddress, portNumber } from './argumentParsers.js';
+import { DEFAULT_LISTEN } from './commandLine/serve.js';
 import { processIo, type CommandIo } from './commandIo.js';
 import { EXIT_INTERNAL, EXIT_UNREACHABLE, EXIT_USAGE } from './exitCodes.js';
 import { processLogger } from './logging.js';
 import { packageRootOf, packageVersion } from './packageRoot.js';
-
-/** Poseidon's own default address, so a client configured for Poseidon finds Warden there. */
-export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 7200 };
 
 /** Where the token is read from: Warden's name, or the variable a Poseidon deployment already sets. */
 export const TOKEN_VARIABLES = ['WARDEN_SERVE_TOKEN', 'POSEIDON_SERVER_TOKEN'] as const;
@@ -226,26 +223,12 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   return exitCode;
 }
 
-export function registerServeCommand(program: Command): void {
-  program
-    .command('serve')
-    .description("Serve Poseidon's runner API (REST + WebSocket) over runner pools on the Nomad at NOMAD_ADDR, or on an embedded one (--dev)")
-    .option('--listen <addr>', `[host:]port to listen on (default ${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}, Poseidon's)`, listenAddress)
-    .option('--dev', 'an embedded FakeNomad acting as a cluster, its runners real local processes: a playground, no Nomad needed')
-    .addOption(new Option('--driver <driver>', "task driver of the runners (default docker, Poseidon's; --dev: raw_exec)").choices(['docker', 'exec', 'raw_exec']))
-    .option('--datacenter <dc...>', 'datacenters of the runner jobs (default dc1)')
-    .option('--setuser <command>', 'the wrapper that runs unprivileged executions as another user (default "/sbin/setuser user", Poseidon\'s)', argvWords)
-    .option('--no-tty', 'run executions without a pseudo-terminal (Poseidon runs them with one); they then read no input')
-    .option('--pool-alert-threshold <fraction>', 'GET /health answers 503 while an environment has less than this part of its pool idle (0 turns it off)', fraction, 0)
-    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
-    .option('--tls-key <file>', 'the PEM key of --tls-cert')
-    .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber)
-    .action(async (options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command) => {
-      const { inspect, datacenter, ...rest } = options;
-      if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });
-      process.exitCode = await serve(
-        { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
-        { ...processIo(), logger: processLogger(command, systemClock) },
-      );
-    });
+/** `warden serve` run from the command line (its options as commandLine/serve.ts parses them). */
+export async function serveAction(options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command): Promise<void> {
+  const { inspect, datacenter, ...rest } = options;
+  if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });
+  process.exitCode = await serve(
+    { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
+    { ...processIo(), logger: processLogger(command, systemClock) },
+  );
 }

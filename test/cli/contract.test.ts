@@ -78,7 +78,7 @@ test('usage errors exit 64 with the message on stderr; --help and --version exit
     const err = jest.spyOn(process.stderr, 'write').mockImplementation((text) => written.push(`err:${String(text)}`) > 0);
     try {
       const argv = ['node', 'warden', ...args];
-      return { code: await main(argv, await buildProgram(argv, '9.9.9')), written: written.join('') };
+      return { code: await main(argv, buildProgram('9.9.9')), written: written.join('') };
     } finally {
       out.mockRestore();
       err.mockRestore();

@@ -31,7 +31,7 @@ function ran(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv =
 const manifest = JSON.parse(readFileSync(join(REPOSITORY, 'package.json'), 'utf8')) as { version: string };
 
 test('the bin is the compiled JavaScript, run by node; nothing of the build is installed', async () => {
-  expect(readlinkSync(warden.bin)).toBe('../warden/dist/src/cli/bin.js');
+  expect(readlinkSync(warden.bin)).toBe('../warden/dist/cli/warden.js');
   expect(readFileSync(warden.bin, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
   for (const absent of ['tsx', 'typescript', 'node-pty', '@swc/core']) expect(existsSync(join(warden.project, 'node_modules', absent))).toBe(false);
   expect(readFileSync(join(warden.packageDir, 'LICENSE'), 'utf8')).toMatch(/^Mozilla Public License Version 2\.0\n/);

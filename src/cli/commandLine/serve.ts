@@ -1,0 +1,23 @@
+import { Option, type Command } from 'commander';
+import type { ListenAddress } from '../../metrics/server.js';
+import { argvWords, fraction, listenAddress, portNumber } from '../argumentParsers.js';
+
+/** Poseidon's own default address, so a client configured for Poseidon finds Warden there. */
+export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 7200 };
+
+/** `warden serve`'s options and help (run by serveCommand.ts). */
+export function serveCommandLine(program: Command): Command {
+  return program
+    .command('serve')
+    .description("Serve Poseidon's runner API (REST + WebSocket) over runner pools on the Nomad at NOMAD_ADDR, or on an embedded one (--dev)")
+    .option('--listen <addr>', `[host:]port to listen on (default ${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}, Poseidon's)`, listenAddress)
+    .option('--dev', 'an embedded FakeNomad acting as a cluster, its runners real local processes: a playground, no Nomad needed')
+    .addOption(new Option('--driver <driver>', "task driver of the runners (default docker, Poseidon's; --dev: raw_exec)").choices(['docker', 'exec', 'raw_exec']))
+    .option('--datacenter <dc...>', 'datacenters of the runner jobs (default dc1)')
+    .option('--setuser <command>', 'the wrapper that runs unprivileged executions as another user (default "/sbin/setuser user", Poseidon\'s)', argvWords)
+    .option('--no-tty', 'run executions without a pseudo-terminal (Poseidon runs them with one); they then read no input')
+    .option('--pool-alert-threshold <fraction>', 'GET /health answers 503 while an environment has less than this part of its pool idle (0 turns it off)', fraction, 0)
+    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
+    .option('--tls-key <file>', 'the PEM key of --tls-cert')
+    .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber);
+}
