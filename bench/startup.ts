@@ -2,7 +2,8 @@
  * Start-up of the installed `warden` command: the packed tarball installed into a fresh project
  * (test/cli/support/packedWarden.ts), its bin run as a user runs it, from process start to exit.
  * Every command runs in turn with the others, round after round, so a drift of the machine's speed
- * moves them all; figures are medians, each with its ratio to a bare `node -e 0` of the same run.
+ * moves them all; figures are medians of wall time and (with GNU time) CPU time, each with its ratio
+ * to a bare `node -e 0` of the same run and what it adds to node's own start.
  *
  *   version     `warden --version`                        target ≤ 150 ms (issue 20)
  *   help        `warden --help`
@@ -21,7 +22,7 @@
  *   npm run bench -- startup            (or npx tsx bench/startup.ts [--runs 15] [--alloc <id>])
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -85,13 +86,32 @@ interface Case {
   env?: NodeJS.ProcessEnv;
 }
 
-function run(way: Case, extraArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = {}): Promise<number> {
+/**
+ * GNU time, when the machine has it: the child's CPU time (user + system) beside the wall time. On a
+ * loaded machine the wall time mostly measures the wait for a core; the CPU time, what the command costs.
+ */
+const GNU_TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
+
+interface Timing {
+  wallMs: number;
+  cpuMs?: number;
+}
+
+function run(way: Case, extraEnv: NodeJS.ProcessEnv = {}, scratch?: string): Promise<Timing> {
+  const cpuFile = GNU_TIME !== undefined && scratch !== undefined ? join(scratch, 'cpu') : undefined;
+  const [command, args] = cpuFile === undefined ? [way.command, way.args] : [GNU_TIME!, ['-f', '%U %S', '-o', cpuFile, way.command, ...way.args]];
   const start = performance.now();
-  const child = spawn(way.command, [...extraArgs, ...way.args], { env: { ...process.env, ...way.env, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(command, args, { env: { ...process.env, ...way.env, ...extraEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   return new Promise((resolve, reject) =>
-    child.on('close', (code) => (code === 0 ? resolve(performance.now() - start) : reject(new Error(`${way.command} ${way.args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`)))),
+    child.on('close', (code) => {
+      const wallMs = performance.now() - start;
+      if (code !== 0) return reject(new Error(`${way.command} ${way.args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`));
+      if (cpuFile === undefined) return resolve({ wallMs });
+      const [user, system] = readFileSync(cpuFile, 'utf8').trim().split(/\s+/).map(Number);
+      resolve({ wallMs, cpuMs: ((user ?? 0) + (system ?? 0)) * 1000 });
+    }),
   );
 }
 
@@ -99,7 +119,7 @@ function run(way: Case, extraArgs: string[] = [], extraEnv: NodeJS.ProcessEnv = 
 async function modulesOf(name: string, way: Case, dir: string): Promise<number> {
   const log = join(dir, `${name}.log`);
   writeFileSync(log, '');
-  await run(way, [], { NODE_OPTIONS: `--import ${join(dir, 'counter.mjs')}`, WARDEN_BENCH_MODULES: log });
+  await run(way, { NODE_OPTIONS: `--import ${join(dir, 'counter.mjs')}`, WARDEN_BENCH_MODULES: log });
   return new Set(readFileSync(log, 'utf8').split('\n').filter(Boolean)).size;
 }
 
@@ -192,7 +212,7 @@ async function main(): Promise<void> {
     cases.nomadExec = { command: live.nomadBinary, args: ['alloc', 'exec', live.alloc, 'true'], env: live.env };
   }
   const names = Object.keys(cases);
-  const times = Object.fromEntries(names.map((name) => [name, [] as number[]]));
+  const times = Object.fromEntries(names.map((name) => [name, [] as Timing[]]));
   const modules: Record<string, number> = {};
   const scratch = mkdtempSync(join(tmpdir(), 'warden-bench-startup-'));
   writeFileSync(join(scratch, 'esmHook.mjs'), ESM_HOOK);
@@ -204,7 +224,7 @@ async function main(): Promise<void> {
     for (let round_ = 0; round_ < RUNS; round_++) {
       for (let i = 0; i < names.length; i++) {
         const name = names[(i + round_) % names.length]!;
-        times[name]!.push(await run(cases[name]!));
+        times[name]!.push(await run(cases[name]!, {}, scratch));
       }
     }
   } finally {
@@ -213,29 +233,41 @@ async function main(): Promise<void> {
     if (typeof live !== 'string') await live.close();
   }
 
-  const node = median(times.node!);
-  const figure = (name: string): { medianMs: number; minMs: number; xNode: number; modules?: number } => ({
-    medianMs: Math.round(median(times[name]!)),
-    minMs: Math.round(Math.min(...times[name]!)),
-    xNode: round(median(times[name]!) / node),
-    ...(modules[name] === undefined ? {} : { modules: modules[name] }),
-  });
-  const figures = Object.fromEntries(names.map((name) => [name, figure(name)]));
-  const liveRatio = typeof live === 'string' ? undefined : round(median(times.liveExec!) / median(times.nomadExec!));
+  const wall = (name: string): number => median(times[name]!.map((timing) => timing.wallMs));
+  const cpu = (name: string): number | undefined => (GNU_TIME === undefined ? undefined : median(times[name]!.map((timing) => timing.cpuMs ?? 0)));
+  const ratio = (name: string, to: string): { wall: number; cpu?: number } => {
+    const [a, b] = [cpu(name), cpu(to)];
+    return { wall: round(wall(name) / wall(to)), ...(a === undefined || b === undefined ? {} : { cpu: round(a / b) }) };
+  };
+  const figures = Object.fromEntries(
+    names.map((name) => {
+      const cpuMs = cpu(name);
+      return [
+        name,
+        {
+          wallMs: Math.round(wall(name)),
+          minWallMs: Math.round(Math.min(...times[name]!.map((timing) => timing.wallMs))),
+          ...(cpuMs === undefined ? {} : { cpuMs: Math.round(cpuMs) }),
+          // Its cost beyond starting node at all.
+          addedWallMs: Math.round(wall(name) - wall('node')),
+          xNode: ratio(name, 'node'),
+          ...(modules[name] === undefined ? {} : { modules: modules[name] }),
+        },
+      ];
+    }),
+  );
+  const liveRatio = typeof live === 'string' ? undefined : ratio('liveExec', 'nomadExec');
   console.log(
     JSON.stringify(
       {
         runs: RUNS,
         figures,
         targets: {
-          version: { targetMs: VERSION_TARGET_MS, medianMs: figures.version!.medianMs, met: figures.version!.medianMs <= VERSION_TARGET_MS },
-          liveExec:
-            liveRatio === undefined
-              ? { skipped: live }
-              : { targetXNomad: LIVE_EXEC_TARGET_RATIO, xNomad: liveRatio, met: liveRatio <= LIVE_EXEC_TARGET_RATIO },
+          version: { targetMs: VERSION_TARGET_MS, wallMs: Math.round(wall('version')), met: wall('version') <= VERSION_TARGET_MS },
+          liveExec: liveRatio === undefined ? { skipped: live } : { targetXNomad: LIVE_EXEC_TARGET_RATIO, xNomad: liveRatio, met: liveRatio.wall <= LIVE_EXEC_TARGET_RATIO },
         },
-        execXBareNode: round(median(times.exec!) / median(times.bareExec!)),
-        bundleSpeedup: { version: round(median(times.unbundledVersion!) / median(times.version!)), exec: round(median(times.unbundledExec!) / median(times.exec!)) },
+        execXBareNode: ratio('exec', 'bareExec'),
+        bundleSpeedup: { version: ratio('unbundledVersion', 'version'), exec: ratio('unbundledExec', 'exec') },
       },
       null,
       2,

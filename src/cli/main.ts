@@ -31,6 +31,16 @@ const COMMANDS: readonly [define: (program: Command) => Command, load: () => Pro
   [replayCommandLine, async () => (await import('./recordCommands.js')).replayAction],
 ];
 
+/**
+ * undici parses HTTP with llhttp compiled to WebAssembly. After ~1.8 MB of "bytes executed" (V8's
+ * default budget, spent by the few answers `warden exec` reads) V8 recompiles its 34 kB parse loop
+ * with TurboFan: seconds of a core on a busy machine and 40 MB, and the process waits for that to
+ * finish before it can exit. A hundred times the budget keeps short commands on the baseline code; a
+ * long-running one (serve, watch) still gets the optimised parser once it is really hot. Set before
+ * a command runs, so before its first connection compiles the module.
+ */
+const WASM_TIERING_BUDGET = '--wasm-tiering-budget=180000000';
+
 /** The program with every command registered; a command's module loads when its action runs. */
 export function buildProgram(version = packageVersion(packageRootOf(process.argv[1] ?? '.'))): Command {
   const program = new Command('warden')
@@ -43,7 +53,8 @@ export function buildProgram(version = packageVersion(packageRootOf(process.argv
     .addOption(new Option('--log-level <level>', 'least severe level logged').choices(CLI_LOG_LEVELS).default('info'));
   for (const [define, load] of COMMANDS) {
     define(program).action(async (...args: unknown[]) => {
-      const action = (await load()) as (...args: unknown[]) => Promise<void>;
+      const [action, v8] = await Promise.all([load() as Promise<(...args: unknown[]) => Promise<void>>, import('node:v8')]);
+      v8.setFlagsFromString(WASM_TIERING_BUDGET);
       await action(...args);
     });
   }

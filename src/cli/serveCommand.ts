@@ -2,9 +2,12 @@
  * `warden serve`: Poseidon's runner API (REST + WebSocket, src/api) over runner pools on the Nomad
  * that NOMAD_* names, so a client written for Poseidon (CodeOcean) can use Warden instead. With
  * `--dev`, over an embedded FakeNomad acting as a cluster whose runners are real local processes:
- * a one-command playground, as `nomad agent -dev` is. Runs until SIGTERM or Ctrl-C (exit 0): open
- * executions are told the server is going away before their sockets close. Exit 2 when Nomad
- * cannot be read at the start or its event stream gives up (a refused token).
+ * a one-command playground, as `nomad agent -dev` is. A Poseidon deployment's configuration works
+ * as it is: its file (--config, else ./configuration.yaml) and POSEIDON_* variables under the
+ * command line's options (poseidonConfiguration.ts, serveConfiguration.ts). Runs until SIGTERM or
+ * Ctrl-C (exit 0): open executions are told the server is going away before their sockets close.
+ * Exit 2 when Nomad cannot be read at the start or its event stream gives up (a refused token); 64
+ * for a configuration that cannot be used.
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +22,7 @@ import type { WireLayer } from '../nomad/wire.js';
 import type { QuietDriver } from '../testing/quiet.js';
 import { WardenMetrics } from '../metrics/wardenMetrics.js';
 import { NomadClient } from '../nomad/client.js';
-import { nomadConfigFromEnv, type NomadConfig } from '../nomad/config.js';
+import { envValue, nomadConfigFromEnv, type Env, type NomadConfig } from '../nomad/config.js';
 import { createRunnerPools, type RunnerPoolsOptions } from '../runners/pools.js';
 import type { RunnerDriver } from '../runners/poseidonFormat.js';
 import { registerSecret, withoutCredentials } from '../secrets.js';
@@ -30,10 +33,13 @@ import { DEFAULT_LISTEN } from './commandLine/serve.js';
 import { processIo, type CommandIo } from './commandIo.js';
 import { EXIT_INTERNAL, EXIT_UNREACHABLE, EXIT_USAGE } from './exitCodes.js';
 import { processLogger } from './logging.js';
+import { watchMemory } from './memoryWatch.js';
 import { packageRootOf, packageVersion } from './packageRoot.js';
+import { PoseidonConfigError, readPoseidonConfiguration } from './poseidonConfiguration.js';
+import { poseidonServeSettings, type PoseidonServeSettings } from './serveConfiguration.js';
 
-/** Where the token is read from: Warden's name, or the variable a Poseidon deployment already sets. */
-export const TOKEN_VARIABLES = ['WARDEN_SERVE_TOKEN', 'POSEIDON_SERVER_TOKEN'] as const;
+/** Warden's own variable for the token, over Poseidon's (POSEIDON_SERVER_TOKEN, server.token). */
+export const TOKEN_VARIABLE = 'WARDEN_SERVE_TOKEN';
 
 /** setpriv drops to nobody as /sbin/setuser drops to `user` in Poseidon's images (root only). */
 const DEV_SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
@@ -56,10 +62,24 @@ export interface ServeOptions {
   tlsKey?: string;
   /** Serve the inspector (pools included) on this port (0: any free one). */
   inspect?: number;
+  /** A Poseidon configuration file; undefined: ./configuration.yaml when there is one (not with --dev); false: none. */
+  config?: string | false;
+}
+
+/**
+ * What serve runs with: the options, where the command line gave none the Poseidon configuration's
+ * (its variables over its file), and what only the configuration sets.
+ */
+export interface ServeConfiguration extends Omit<PoseidonServeSettings, 'listen' | 'tlsCert' | 'tlsKey' | 'poolAlertThreshold' | 'token'> {
+  options: ServeOptions;
+  /** The token, and where it came from (`variable` when a variable holds it, for the curl lines). */
+  token?: { value: string; from: string; variable?: string };
+  /** The configuration's file and variables read, for the start-up lines. */
+  sources: string[];
 }
 
 /** The command's I/O; `quiet`: a test's driver of its VirtualClock, to which --dev adds its cluster (as the demo does). */
-export type ServeIo = CommandIo & { quiet?: QuietDriver };
+export type ServeIo = CommandIo & { quiet?: QuietDriver; cwd?: string };
 
 interface Cluster {
   config: Pick<NomadConfig, 'address'> & Partial<NomadConfig>;
@@ -104,9 +124,10 @@ async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> 
   };
 }
 
-function realCluster(io: ServeIo, options: ServeOptions): Cluster {
+function realCluster(io: ServeIo, options: ServeOptions, nomad: Partial<NomadConfig>): Cluster {
+  registerSecret(nomad.token);
   return {
-    config: nomadConfigFromEnv(io.env),
+    config: nomadConfigFromEnv(io.env, nomad),
     pools: options.setuser === undefined ? {} : { setuser: options.setuser },
     tty: options.tty !== false,
     notes: [],
@@ -114,17 +135,30 @@ function realCluster(io: ServeIo, options: ServeOptions): Cluster {
   };
 }
 
-function tokenOf(env: CommandIo['env']): string | undefined {
-  for (const name of TOKEN_VARIABLES) {
-    const value = env[name]?.trim();
-    if (value !== undefined && value !== '') return value;
-  }
-  return undefined;
+/** The options with the Poseidon configuration under them; throws PoseidonConfigError for one that cannot be used. */
+export function readServeConfiguration(options: ServeOptions, env: Env, cwd: string): ServeConfiguration {
+  const poseidon = readPoseidonConfiguration({ file: options.config ?? (options.dev === true ? false : undefined), cwd, env });
+  const { listen, tlsCert, tlsKey, poolAlertThreshold, token, ...settings } = poseidonServeSettings(poseidon, { cwd, ...(options.dev === undefined ? {} : { dev: options.dev }) });
+  const flagsTls = options.tlsCert !== undefined && options.tlsKey !== undefined;
+  const merged: ServeOptions = {
+    ...options,
+    ...(options.listen === undefined && listen !== undefined ? { listen } : {}),
+    ...(!flagsTls && tlsCert !== undefined && tlsKey !== undefined ? { tlsCert, tlsKey } : {}),
+    ...(options.poolAlertThreshold === undefined && poolAlertThreshold !== undefined ? { poolAlertThreshold } : {}),
+  };
+  const own = envValue(env, TOKEN_VARIABLE);
+  const chosen = own !== undefined ? { value: own, from: TOKEN_VARIABLE } : token;
+  return {
+    ...settings,
+    options: merged,
+    ...(chosen === undefined ? {} : { token: { ...chosen, ...(/^[A-Z_]+$/.test(chosen.from) ? { variable: chosen.from } : {}) } }),
+    sources: [...(poseidon.file === undefined ? [] : [poseidon.file]), ...poseidon.variables],
+  };
 }
 
 /** The curl lines that try it out (the token by its variable, never its value). */
-function curlExample(base: string, driver: RunnerDriver, tokenVariable: string | undefined): string[] {
-  const auth = tokenVariable === undefined ? '' : ` -H "Poseidon-Token: $${tokenVariable}"`;
+function curlExample(base: string, driver: RunnerDriver, token: ServeConfiguration['token']): string[] {
+  const auth = token === undefined ? '' : ` -H "Poseidon-Token: ${token.variable === undefined ? `<server.token of ${token.from.replace(/:\d+$/, '')}>` : `$${token.variable}`}"`;
   const image = driver === 'docker' ? 'openhpi/co_execenv_python:3.8' : 'local';
   const environment = JSON.stringify({ prewarmingPoolSize: 2, cpuLimit: 100, memoryLimit: 256, image, networkAccess: false, exposedPorts: [] });
   return [
@@ -133,14 +167,29 @@ function curlExample(base: string, driver: RunnerDriver, tokenVariable: string |
   ];
 }
 
+/** `warden serve` with these options (and the Poseidon configuration of io's environment and working directory); its exit code. */
 export async function serve(options: ServeOptions, io: ServeIo): Promise<number> {
+  let configuration: ServeConfiguration;
+  try {
+    configuration = readServeConfiguration(options, io.env, io.cwd ?? process.cwd());
+  } catch (error) {
+    if (!(error instanceof PoseidonConfigError)) throw error;
+    (io.error ?? io.write)(`error: ${error.message}`);
+    return EXIT_USAGE;
+  }
+  return serveConfigured(configuration, io);
+}
+
+/** `warden serve` with its configuration read; its exit code. */
+export async function serveConfigured(configuration: ServeConfiguration, io: ServeIo): Promise<number> {
+  const { options } = configuration;
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const fail = io.error ?? io.write;
-  const token = tokenOf(io.env);
+  const token = configuration.token?.value;
   registerSecret(token);
   const tls = options.tlsCert === undefined || options.tlsKey === undefined ? undefined : { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey) };
-  const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options);
+  const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options, configuration.nomad);
   const driver = options.driver ?? (options.dev === true ? 'raw_exec' : 'docker');
   const metrics = new WardenMetrics({ clock });
   const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [cluster.config.token, token] });
@@ -178,6 +227,8 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
 
   let server: Awaited<ReturnType<typeof startApiServer>> | undefined;
   const apiMetrics = new ApiMetrics(metrics.registry);
+  const { memoryWatch } = configuration;
+  const stopMemoryWatch = memoryWatch === undefined || io.logger === undefined ? undefined : watchMemory({ clock, ...memoryWatch, logger: io.logger });
   try {
     await Promise.race([pools.ready, finished]);
     if (exitCode === 0 && io.signal?.aborted !== true) {
@@ -187,7 +238,7 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
         clock,
         ...(token === undefined ? {} : { token }),
         environmentDefaults: { driver, ...(options.datacenters ? { datacenters: options.datacenters } : {}) },
-        version: packageVersion(packageRootOf(process.argv[1] ?? '.')),
+        version: configuration.release ?? packageVersion(packageRootOf(process.argv[1] ?? '.')),
         poolAlertThreshold: options.poolAlertThreshold ?? 0,
         tty: cluster.tty,
         metrics: apiMetrics,
@@ -199,17 +250,20 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
       io.write(`${paint('Warden serve', 'bold', style)}: Poseidon's runner API at ${paint(base, 'note', style)}`);
       io.write(`  cluster: ${options.dev === true ? 'embedded FakeNomad (--dev)' : withoutCredentials(cluster.config.address)}; runners' driver: ${driver}`);
       for (const note of cluster.notes) io.write(`  ${note}`);
+      if (configuration.sources.length > 0) io.write(`  configuration: Poseidon's, from ${configuration.sources.join(', ')}`);
+      for (const note of configuration.notes) io.write(`    ${note}`);
+      if (memoryWatch) io.write(`  memory: the heap read every ${memoryWatch.intervalMs} ms, a warning logged at ${memoryWatch.thresholdMb} MB (profiling.memoryinterval)`);
       io.write(`  metrics: ${server.url}/metrics${inspector ? `; inspector: ${inspector.url}` : ''}`);
-      io.write(`  authentication: ${token === undefined ? 'none (set WARDEN_SERVE_TOKEN to require a Poseidon-Token)' : 'Poseidon-Token required'}`);
+      io.write(`  authentication: ${token === undefined ? `none (set ${TOKEN_VARIABLE} to require a Poseidon-Token)` : 'Poseidon-Token required'}`);
       io.write('Try it:');
-      const tokenVariable = token === undefined ? undefined : TOKEN_VARIABLES.find((name) => (io.env[name]?.trim() ?? '') !== '');
-      for (const line of curlExample(base, driver, tokenVariable)) io.write(`  ${line}`);
+      for (const line of curlExample(base, driver, configuration.token)) io.write(`  ${line}`);
       await finished;
     }
   } catch (error) {
     fail(`${paint('error', 'bad', style)} ${errorMessage(error)}`);
     exitCode = exitCode || EXIT_INTERNAL;
   } finally {
+    stopMemoryWatch?.();
     // Executions are told first, then the pools stop (requests waiting on them get their answer).
     await server?.close(() => supervisor.stop());
     await supervisor.stop();
@@ -224,11 +278,21 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
 }
 
 /** `warden serve` run from the command line (its options as commandLine/serve.ts parses them). */
-export async function serveAction(options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command): Promise<void> {
-  const { inspect, datacenter, ...rest } = options;
+export async function serveAction(parsed: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command): Promise<void> {
+  // What the command line says, and only that: an option's default must not hide the configuration's value.
+  const given = Object.fromEntries(Object.entries(parsed).filter(([name]) => command.getOptionValueSource(name) !== 'default')) as typeof parsed;
+  const { inspect, datacenter, ...rest } = given;
   if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });
-  process.exitCode = await serve(
-    { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
-    { ...processIo(), logger: processLogger(command, systemClock) },
-  );
+  const options = { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) };
+  let configuration: ServeConfiguration;
+  try {
+    configuration = readServeConfiguration(options, process.env, process.cwd());
+  } catch (error) {
+    if (!(error instanceof PoseidonConfigError)) throw error;
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exitCode = EXIT_USAGE;
+    return;
+  }
+  const logger = processLogger(command, systemClock, { format: configuration.logFormat, level: configuration.logLevel });
+  process.exitCode = await serveConfigured(configuration, { ...processIo(), logger });
 }

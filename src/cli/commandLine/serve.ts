@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import type { ListenAddress } from '../../metrics/server.js';
+import type { ListenAddress } from '../../metrics/listenAddress.js';
 import { argvWords, fraction, listenAddress, portNumber } from '../argumentParsers.js';
 
 /** Poseidon's own default address, so a client configured for Poseidon finds Warden there. */
@@ -19,5 +19,7 @@ export function serveCommandLine(program: Command): Command {
     .option('--pool-alert-threshold <fraction>', 'GET /health answers 503 while an environment has less than this part of its pool idle (0 turns it off)', fraction, 0)
     .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
     .option('--tls-key <file>', 'the PEM key of --tls-cert')
-    .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber);
+    .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber)
+    .option('--config <file>', "a Poseidon configuration file, with Poseidon's keys: POSEIDON_* variables over it, these options over both (default: ./configuration.yaml when there is one, as Poseidon; not with --dev)")
+    .option('--no-config', 'read no configuration file (POSEIDON_* variables still apply)');
 }
