@@ -4,6 +4,7 @@
  * nothing to Warden (and why), or refused, with every refused key in one error. A key set to the value
  * Warden behaves as anyway (`aws.enabled: false`) asks for nothing and passes without a word.
  */
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { LogLevel } from '../logger.js';
 import type { ListenAddress } from '../metrics/server.js';
@@ -124,7 +125,10 @@ export function poseidonServeSettings(configuration: PoseidonConfiguration, opti
   if (token !== undefined && token.value !== '') result.token = { value: String(token.value), from: token.from };
   if (value('server.tls.active') === true) {
     if (!asked(value('server.tls.certfile') ?? '') || !asked(value('server.tls.keyfile') ?? '')) refuse('server.tls.active', 'needs server.tls.certfile and server.tls.keyfile');
-    else [result.tlsCert, result.tlsKey] = [file('server.tls.certfile'), file('server.tls.keyfile')];
+    else {
+      for (const path of ['server.tls.certfile', 'server.tls.keyfile']) if (!existsSync(file(path))) refuse(path, `no such file: ${file(path)}`);
+      [result.tlsCert, result.tlsKey] = [file('server.tls.certfile'), file('server.tls.keyfile')];
+    }
   }
   const threshold = value<number>('server.alert.prewarmingpoolthreshold');
   if (threshold !== undefined) {

@@ -145,6 +145,8 @@ test('server, nomad, logger and sentry keys become the options that do the same'
   writeFileSync(join(dir, 'ca.pem'), 'CA PEM');
   writeFileSync(join(dir, 'client.pem'), 'CLIENT PEM');
   writeFileSync(join(dir, 'client-key.pem'), 'KEY PEM');
+  writeFileSync(join(dir, 'server.crt'), 'SERVER CERT');
+  writeFileSync(join(dir, 'server.key'), 'SERVER KEY');
   const settings = settingsOf(
     [
       'server:',
@@ -180,6 +182,7 @@ test('server, nomad, logger and sentry keys become the options that do the same'
   expect(settingsOf('logger:\n  level: trace\n')).toMatchObject({ logLevel: 'debug', notes: ['logger.level (configuration.yaml:2): Warden has no level trace: it logs at debug, its nearest'] });
   expect(refused('nomad:\n  tls: { active: true, cafile: missing.pem }\n')).toEqual([expect.stringMatching(/^nomad\.tls\.cafile \(configuration\.yaml:2\): cannot read .*missing\.pem: ENOENT/)]);
   expect(refused('nomad:\n  port: 70000\n')).toEqual(['nomad.port (configuration.yaml:2): expected a port number (0-65535)']);
+  expect(refused('server:\n  tls: { active: true, certfile: gone.crt, keyfile: server.key }\n')).toEqual([`server.tls.certfile (configuration.yaml:2): no such file: ${join(dir, 'gone.crt')}`]);
 });
 
 test('--dev runs its own cluster: a configuration that names one is refused', () => {
