@@ -131,7 +131,7 @@ export class Supervisor implements ExecTarget {
       options.freshness &&
       new FreshnessHorizon({ ...options.freshness, clock, nomad, logger: this.logger, deliver: (allocation) => this.onAllocation(allocation) });
     this.registry = new HealthRegistry({ clock, horizon: this.freshness ?? new ClockHorizon(clock), ...(inspect ? { inspect } : {}) });
-    this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    this.consul = options.consul && new ConsulCheckFanOut((id, checks, seenAt) => this.registry.updateChecks(id, checks, { sampled: true, ...(seenAt === undefined ? {} : { seenAt }) }));
     const listener = (id: string, checks: readonly CheckView[]): boolean => this.registry.updateChecks(id, checks);
     const waiting = (id: string): boolean => this.registry.status(id)?.state !== 'pending';
     const onError = (id: string, error: unknown): void => this.logger.debug("reading Nomad's checks failed; retrying", { allocId: id, error: errorMessage(error) });
@@ -167,7 +167,7 @@ export class Supervisor implements ExecTarget {
         onError: (error) => this.report({ kind: 'consul-unavailable', message: `Consul health query failed; retrying: ${error.message}` }),
       })
       .subscribe({
-        next: (update) => this.consul?.update(update.checks),
+        next: (update) => this.consul?.update(update.checks, update.receivedAt),
         error: (error: unknown) => this.report({ kind: 'consul-unavailable', message: `Consul health watch ended: ${errorMessage(error)}` }),
       });
     this.execSessions = new ExecSessions(nomad.config, { clock });
