@@ -176,7 +176,7 @@ describe('the command line: --version after gate is the job version, before any 
   /** The gate options commander hands the gate for `args` (its action replaced), or the exit code and output when commander ends it. */
   async function parsed(...args: string[]): Promise<{ code: number | undefined; written: string; job?: string; options?: Record<string, unknown> }> {
     const argv = ['node', 'warden', ...args];
-    const program = await buildProgram(argv, '9.9.9');
+    const program = buildProgram('9.9.9', argv);
     let job: string | undefined;
     let options: Record<string, unknown> | undefined;
     program.commands.find((command) => command.name() === 'gate')?.action((id: string, opts: Record<string, unknown>) => {
