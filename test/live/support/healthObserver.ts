@@ -13,6 +13,7 @@ import type { NomadClient } from '../../../src/nomad/client.js';
 import { isAllocationEvent, isDeploymentEvent } from '../../../src/nomad/eventFrames.js';
 import { nomadEventStream } from '../../../src/nomad/eventStream.js';
 import type { Allocation, Deployment, TaskEvent } from '../../../src/nomad/types.js';
+import { Conditions } from './conditions.js';
 
 /** Nomad's client's health decision about one allocation. */
 export interface NomadDecision {
@@ -60,7 +61,7 @@ function msOf(value: unknown): number | undefined {
 export class HealthObserver {
   readonly allocations = new Map<string, ObservedAllocation>();
   readonly deployments = new Map<string, ObservedDeployment>();
-  private readonly waiters = new Map<() => void, (error: Error) => void>();
+  private readonly conditions = new Conditions();
   private subscription: Subscription | undefined;
 
   private constructor(private readonly prefix: string) {}
@@ -88,12 +89,12 @@ export class HealthObserver {
   /** Stops following; waits still pending fail. */
   stop(): void {
     this.subscription?.unsubscribe();
-    for (const fail of [...this.waiters.values()]) fail(new Error('the observer stopped'));
+    this.conditions.abandon(new Error('the observer stopped'));
   }
 
   /** Checks the waits again (something they read besides the stream has changed). */
   recheck(): void {
-    for (const check of [...this.waiters.keys()]) check();
+    this.conditions.notify();
   }
 
   /** The allocations of job `jobId`. */
@@ -106,25 +107,10 @@ export class HealthObserver {
   }
 
   /** Resolves with `value()` once it is defined, checked at every update; rejects after `timeoutMs` naming `what`. */
-  until<T>(what: string, value: () => T | undefined, timeoutMs: number): Promise<T> {
-    const now = value();
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise<T>((resolve, reject) => {
-      const fail = (error: Error): void => {
-        this.waiters.delete(check);
-        clearTimeout(timer);
-        reject(error);
-      };
-      const check = (): void => {
-        const found = value();
-        if (found === undefined) return;
-        this.waiters.delete(check);
-        clearTimeout(timer);
-        resolve(found);
-      };
-      const timer = setTimeout(() => fail(new Error(`waited ${timeoutMs} ms for ${what}`)), timeoutMs);
-      this.waiters.set(check, fail);
-    });
+  async until<T>(what: string, value: () => T | undefined, timeoutMs: number): Promise<T> {
+    const found = await this.conditions.until(value, timeoutMs);
+    if (found === undefined) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    return found;
   }
 
   private take(events: readonly unknown[]): void {

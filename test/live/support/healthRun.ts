@@ -17,6 +17,7 @@ import { systemClock } from '../../../src/clock/index.js';
 import type { NomadClient } from '../../../src/nomad/client.js';
 import type { Allocation, Job } from '../../../src/nomad/types.js';
 import type { LogSink } from '../../../src/logger.js';
+import { Conditions } from './conditions.js';
 import { recordFigure } from './figures.js';
 import { deploymentSettled, HealthObserver, type ObservedDeployment } from './healthObserver.js';
 import { jobName, LIVE_SCENARIOS, type LiveScenario } from './healthScenarios.js';
@@ -54,7 +55,7 @@ export class WatchRun {
   readonly warnings: string[] = [];
   readonly startedAt = systemClock.now();
   private readonly stopper = new AbortController();
-  private readonly waiters = new Set<() => void>();
+  private readonly conditions = new Conditions();
   readonly done: Promise<number>;
 
   constructor(options: WatchOptions, record?: string) {
@@ -63,7 +64,7 @@ export class WatchRun {
       env: liveEnv(),
       write: (line: string) => {
         this.lines.push({ line, at: systemClock.now() });
-        for (const waiter of [...this.waiters]) waiter();
+        this.conditions.notify();
       },
       error: (line: string) => this.problems.push(line),
       signal: this.stopper.signal,
@@ -85,20 +86,8 @@ export class WatchRun {
   }
 
   /** Resolves once `done()` holds (checked at each line), or after `timeoutMs` (false). */
-  until(done: () => boolean, timeoutMs: number): Promise<boolean> {
-    if (done()) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const finish = (result: boolean): void => {
-        this.waiters.delete(check);
-        clearTimeout(timer);
-        resolve(result);
-      };
-      const check = (): void => {
-        if (done()) finish(true);
-      };
-      const timer = setTimeout(() => finish(false), timeoutMs);
-      this.waiters.add(check);
-    });
+  async until(done: () => boolean, timeoutMs: number): Promise<boolean> {
+    return (await this.conditions.until(() => (done() ? true : undefined), timeoutMs)) ?? false;
   }
 
   /** Once the stream is followed (the watch can miss nothing from then on). */
@@ -117,6 +106,8 @@ export interface GateRun {
   readonly version: number;
   readonly code: number;
   readonly result: GateResult | undefined;
+  /** When it started. */
+  readonly startedAt: number;
   /** When it returned (its supervisor stopped, its connections closed: the process would exit). */
   readonly endedAt: number;
   /** When it wrote its result. */
@@ -139,6 +130,7 @@ export interface GateResult {
 async function runGate(jobId: string, version: number, options: { failFast?: boolean; timeoutS: number }): Promise<GateRun> {
   const lines: string[] = [];
   const warnings: string[] = [];
+  const startedAt = systemClock.now();
   let answeredAt: number | undefined;
   const write = (line: string): void => {
     answeredAt ??= systemClock.now();
@@ -148,7 +140,7 @@ async function runGate(jobId: string, version: number, options: { failFast?: boo
   const code = await gate(jobId, { version, json: true, timeout: options.timeoutS, ...(options.failFast ? { failFast: true } : {}) }, io);
   const endedAt = systemClock.now();
   const record = lines.map((line) => JSON.parse(line) as { type: string } & GateResult).find((parsed) => parsed.type === 'deployment');
-  return { version, code, result: record, endedAt, answeredAt, lines, warnings };
+  return { version, code, result: record, startedAt, endedAt, answeredAt, lines, warnings };
 }
 
 export interface ScenarioRun {
@@ -290,7 +282,8 @@ async function judgedScenario(scenario: LiveScenario, ctx: RunContext, jobId: st
   started(late);
   const lastVersion = scenario.finalVersion ?? scenario.versions.length - 1;
   const gatedVersions = Array.from({ length: lastVersion + 1 }, (_, v) => v);
-  const gatesLate = Promise.all(gatedVersions.map((version) => runGate(jobId, version, { failFast, timeoutS: 30 })));
+  // As long as the in-flight gates may take: a late gate judges every allocation from its history at once (40 of many_allocs), on a loaded machine too.
+  const gatesLate = Promise.all(gatedVersions.map((version) => runGate(jobId, version, { failFast, timeoutS: 120 })));
   const decided = observer.allocationsOf(jobId).filter((a) => a.decision !== undefined).map((a) => a.latest.ID);
   const printedAll = (run: WatchRun) => (): boolean => decided.every((id) => run.verdicts().some((v) => v.allocId === id));
   await Promise.all([fromStart.until(printedAll(fromStart), 20_000), late.until(printedAll(late), 20_000)]);
@@ -511,8 +504,10 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
         }
         for (const [mode, gates] of [['gate in flight', run.gatesInFlight], ['gate started late', run.gatesLate]] as const) {
           const gated = gates.find((g) => g.result?.deploymentId !== undefined && g.result.deploymentId === allocation.DeploymentID);
-          if (gated?.result === undefined) continue;
-          const note = gateAgrees(expected, gated.result, allocation.ID, options.tolerance, explainedOpposite);
+          // The gate of its version ended without a result (it timed out): it judged nothing, a disagreement for each allocation.
+          const unanswered = gated === undefined && allocation.DeploymentID ? gates.find((g) => g.version === Number(allocation.JobVersion ?? 0)) : undefined;
+          if (gated?.result === undefined && unanswered === undefined) continue;
+          const note = gated?.result === undefined ? `the gate gave no result: ${unanswered?.result?.reason ?? `exit ${unanswered?.code}`}` : gateAgrees(expected, gated.result, allocation.ID, options.tolerance, explainedOpposite);
           if (note === undefined) agreeing[mode]++;
           else disagreements[mode].push(`${label_}: ${note}`);
           recordFigure({ name: `${note === undefined ? 'agreeing' : 'disagreeing'} with Nomad: ${mode}${label}`, value: 1, where: label_ });
@@ -533,6 +528,9 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
         const gone = new Set([...reasonsGoneIn(inFlight), ...reasonsGoneIn(lateGate)]);
         if (lateGate !== undefined && gateSummary(lateGate, gone, opposite) !== gateSummary(inFlight, gone, opposite)) {
           gateDifferences.push(`${where} version ${inFlight.version}: in flight ${gateSummary(inFlight, gone, opposite)}, late ${gateSummary(lateGate, gone, opposite)}`);
+        }
+        if (lateGate?.answeredAt !== undefined && lateGate.code === expectedCode) {
+          recordFigure({ name: `late gate's result printed after it started (ms)${label}`, value: lateGate.answeredAt - lateGate.startedAt, where: `${where} version ${lateGate.version}` });
         }
         const ended = status === undefined ? undefined : deployment?.arrivals.get(status);
         if (ended !== undefined && inFlight.code === expectedCode && !(run.scenario.failFast ?? false)) {
