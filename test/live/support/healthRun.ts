@@ -505,7 +505,7 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
         for (const [mode, gates] of [['gate in flight', run.gatesInFlight], ['gate started late', run.gatesLate]] as const) {
           const gated = gates.find((g) => g.result?.deploymentId !== undefined && g.result.deploymentId === allocation.DeploymentID);
           // The gate of its version ended without a result (it timed out): it judged nothing, a disagreement for each allocation.
-          const unanswered = gated === undefined && allocation.DeploymentID ? gates.find((g) => g.version === Number(allocation.JobVersion ?? 0)) : undefined;
+          const unanswered = gated === undefined && allocation.DeploymentID ? gates.find((g) => g.version === Number(allocation.JobVersion ?? 0) && g.result?.deploymentId === undefined) : undefined;
           if (gated?.result === undefined && unanswered === undefined) continue;
           const note = gated?.result === undefined ? `the gate gave no result: ${unanswered?.result?.reason ?? `exit ${unanswered?.code}`}` : gateAgrees(expected, gated.result, allocation.ID, options.tolerance, explainedOpposite);
           if (note === undefined) agreeing[mode]++;
