@@ -60,6 +60,7 @@ async function main(): Promise<void> {
   const nomad = await FakeNomad.start({});
   nomad.cluster.registerJob({ ID: 'bench', Name: 'bench', Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'app', Count: 1, Tasks: [{ Name: 'main', Driver: 'raw_exec', Config: {} }] }] });
   const allocId = String(nomad.cluster.placeAllocations('bench')[0]?.ID);
+  nomad.cluster.startTask(allocId);
   const env = { ...process.env, NOMAD_ADDR: nomad.address };
   const prefix = allocId.slice(0, 8);
   const ways = {

@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseBlocking, waitForIndex, type BlockingContext } from './blocking.js';
 import type { ClusterState, RegisterResult, Table } from './clusterState.js';
 import { NomadApiError } from './errors.js';
+import { plainExecAnswer } from './execQuery.js';
 import type { FaultSwitches } from './faults.js';
 import { decodeBody, goKind } from './goJson.js';
 import { parseJobHcl } from './hcl.js';
@@ -281,6 +282,10 @@ const ROUTES: readonly Route[] = [
     return ctx.cluster.setDeploymentAllocHealth(pathParam(ctx), ids('HealthyAllocationIDs'), ids('UnhealthyAllocationIDs'));
   }),
   objectRoute(/^\/v1\/deployment\/([^/]+)$/, 'deployment', 'deployment not found', (ctx, id) => ctx.cluster.deployment(id), 'deployment'),
+  { methods: GET, pattern: /^\/v1\/client\/allocation\/([^/]+)\/exec$/, handler: (ctx) => {
+    const answer = plainExecAnswer(ctx.url);
+    throw new NomadApiError(answer.status, answer.text);
+  } },
   { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
   { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },
 ];
