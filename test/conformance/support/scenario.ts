@@ -39,12 +39,19 @@ export function configGroup(meta: Record<string, string>): JsonObject {
   return { Name: 'config', Count: 0, Meta: meta, Tasks: [{ Name: 'c', Driver: 'raw_exec', Config: { command: '/bin/true' }, Resources: { CPU: 10, MemoryMB: 10 } }] };
 }
 
-/** A task that runs `ms` and exits with `code` (restart attempts 0): on the fake, the same failure injected. */
-export function failingGroup(options: { exitMs?: number; reschedule?: JsonObject } = {}): JsonObject {
-  return {
-    RestartPolicy: { Attempts: 0, Mode: 'fail', Interval: 1_800e9, Delay: 1e9 },
-    ...(options.reschedule ? { ReschedulePolicy: options.reschedule } : {}),
-  };
+/**
+ * A job whose task runs `runMs` and exits with `exitCode`, never restarted (restart attempts 0),
+ * rescheduled as `reschedule` says: the live agent runs the command, the fake has the same failure
+ * injected (Target.failAllocations) for `times` allocations.
+ */
+export function failingJob(target: Target, id: string, options: JobOptions & { exitCode: number; runMs: number; times: number; reschedule: JsonObject }): JsonObject {
+  target.failAllocations(id, { exitCode: options.exitCode, runMs: options.runMs, times: options.times });
+  return rawExecJob(id, {
+    ...options,
+    command: '/bin/sh',
+    args: ['-c', `sleep ${options.runMs / 1000}; exit ${options.exitCode}`],
+    group: { RestartPolicy: { Attempts: 0, Mode: 'fail', Interval: 1_800e9, Delay: 1e9 }, ReschedulePolicy: options.reschedule, ...options.group },
+  });
 }
 
 export interface JobStream {

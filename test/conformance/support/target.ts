@@ -64,6 +64,11 @@ export interface Target {
    * The real agent does so by itself (it checks the index before the raft apply); the fake when told.
    */
   allowRegisterRaces(race?: RegisterRace): void;
+  /**
+   * The job's tasks exit with `exitCode` after `runMs`: on the live agent the job's own command does
+   * it (see failingJob), on the fake the same failure is injected into `times` allocations.
+   */
+  failAllocations(jobId: string, failure: { exitCode: number; runMs: number; times: number }): void;
 }
 
 const LIVE = process.env.WARDEN_LIVE_NOMAD_ADDR;
@@ -98,6 +103,7 @@ abstract class BaseTarget implements Target {
   abstract now(): number;
   abstract within<T>(what: string, ms: number, work: Promise<T>): Promise<T>;
   abstract allowRegisterRaces(race?: RegisterRace): void;
+  abstract failAllocations(jobId: string, failure: { exitCode: number; runMs: number; times: number }): void;
 
   async request(method: HttpMethod, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
     const text = body === undefined ? null : typeof body === 'string' ? body : JSON.stringify(body);
@@ -217,6 +223,10 @@ class FakeTarget extends BaseTarget {
     this.fake.faults.raceRegisters(race);
   }
 
+  failAllocations(jobId: string, failure: { exitCode: number; runMs: number; times: number }): void {
+    this.fake.acting!.failAllocations({ jobId, ...failure });
+  }
+
   override async close(): Promise<void> {
     const closing = super.close();
     await this.within('closing', 60_000, closing).catch(() => closing);
@@ -243,6 +253,10 @@ class LiveTarget extends BaseTarget {
 
   allowRegisterRaces(): void {
     // The real agent checks EnforceIndex against its state before the raft apply: nothing to arm.
+  }
+
+  failAllocations(): void {
+    // The job's own command exits: nothing to arm.
   }
 }
 
