@@ -4,14 +4,10 @@
  */
 import type { WireResponse } from '../../../src/nomad/wire.js';
 import { parseLossless } from '../../../src/testing/losslessJson.js';
+import type { StreamEvent as BrokerEvent } from '../../../src/testing/nomad/eventBroker.js';
 
-export interface StreamEvent {
-  Topic: string;
-  Type: string;
-  Key: string;
-  Namespace: string;
-  FilterKeys: string[] | null;
-  Index: number;
+/** An event as the wire carries it (the fields FakeNomad's broker publishes), its payload keyed by topic. */
+export interface StreamEvent extends Omit<BrokerEvent, 'Payload'> {
   Payload: Record<string, Record<string, unknown>>;
 }
 
