@@ -71,7 +71,7 @@ describe('runner allocation callbacks (Poseidon WatchEventStream semantics)', ()
     const { calls, allocations } = replay('failed_task');
     const failed = calls.filter((c) => c.kind === 'failed');
     expect(failed).toHaveLength(1);
-    expect(failed[0]!.message).toBe('main: Policy allows no restarts');
+    expect(failed[0]!.message).toBe('main: Exit Code: 1 (Policy allows no restarts)');
     // Nomad repeated the failed allocation in later updates; none of them reported it again.
     expect(allocations.get(failed[0]!.id)!.filter((a) => a.ClientStatus === 'failed').length).toBeGreaterThan(1);
     expect(calls.filter((c) => c.kind === 'new')).toEqual([]);
