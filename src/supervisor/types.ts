@@ -11,8 +11,10 @@ export interface SupervisorProblem {
    * refusing a subscription (most likely the token); reported once per run of such closes, retried.
    * `consul-unavailable`: a Consul health query failed; it is retried with back-off, and allocations
    * judged by their checks wait meanwhile.
+   * `nomad-version`: the cluster's Nomad release could not be read, or is one Warden does not know:
+   * its allocations are judged by today's rules.
    */
-  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'stream-refused' | 'consul-unavailable';
+  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'stream-refused' | 'consul-unavailable' | 'nomad-version';
   message: string;
   allocId?: string;
   /** Raft index of the offending batch, when known. */

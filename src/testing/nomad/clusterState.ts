@@ -18,6 +18,7 @@ import {
   type TaskEventInput,
 } from './objects.js';
 import { exited, killed, notRestarting, received, restarting, started, type TaskUpdate } from './taskEvents.js';
+import { fakeNomadFeatures, type FakeNomadFeatures } from './versionFeatures.js';
 
 export type { TaskEventInput } from './objects.js';
 export type { TaskUpdate } from './taskEvents.js';
@@ -68,8 +69,12 @@ export class ClusterState extends ClusterStore {
   readonly nodeName = 'fake-nomad';
   /** The node's computed class ("v1:" and a 64-bit hash in Nomad). */
   private readonly computedClass: string;
-  /** Nomad 2.x: a purge publishes JobDeregistered with the job as it was and `Deleted: true` (none in 1.1.2). */
-  publishPurges = false;
+  /** What the release FakeNomad plays serves differently (versionFeatures.ts): 1.1.2's by default. */
+  features: FakeNomadFeatures = fakeNomadFeatures('1.1.2');
+  /** The node's record as GET /v1/node/:id serves it (set attributes and meta to interpolate check names with). */
+  readonly node: { Datacenter: string; NodeClass: string; NodePool: string; Attributes: Record<string, string>; Meta: Record<string, string> } = {
+    Datacenter: 'dc1', NodeClass: '', NodePool: 'default', Attributes: { 'unique.hostname': 'fake-nomad', 'kernel.name': 'linux' }, Meta: {},
+  };
 
   constructor(
     clock: Clock,
@@ -90,7 +95,7 @@ export class ClusterState extends ClusterStore {
     checkJobTypes(spec);
     if (spec.ID === undefined || spec.ID === null || spec.ID === '') throw new NomadApiError(500, 'Job ID hasn\'t been provided');
     const namespace = options.namespace ?? (typeof spec.Namespace === 'string' && spec.Namespace !== '' ? spec.Namespace : 'default');
-    const canonical = canonicalizeJob(spec, namespace);
+    const canonical = canonicalizeJob(spec, namespace, { systemDeployments: this.features.systemJobDeployments });
     validateJob(canonical);
     const key = jobKey(namespace, String(canonical.ID));
     const existing = this.jobs.get(key);
@@ -143,7 +148,7 @@ export class ClusterState extends ClusterStore {
 
   /**
    * DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event, or with
-   * publishPurges Nomad 2.x's `Deleted: true` one), and stops its allocations.
+   * features.purgeEvents Nomad 2.x's `Deleted: true` one), and stops its allocations.
    */
   deregisterJob(id: string, options: { namespace?: string; purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
     const namespace = options.namespace ?? 'default';
@@ -153,7 +158,7 @@ export class ClusterState extends ClusterStore {
       this.touch('jobs', 'job_version', 'evals');
       if (options.purge) {
         this.jobs.delete(jobKey(namespace, id));
-        if (this.publishPurges) this.publish('Job', 'JobDeregistered', record.current, { Deleted: true });
+        if (this.features.purgeEvents) this.publish('Job', 'JobDeregistered', record.current, { Deleted: true });
       } else {
         const index = this.current.index;
         const job: JsonObject = { ...record.current, Stop: true, ModifyIndex: index, JobModifyIndex: index, Version: Number(record.current.Version) + 1, SubmitTime: this.nowNanos() };
@@ -310,9 +315,10 @@ export class ClusterState extends ClusterStore {
     return pending[pending.length - 1] ?? this.newEvaluation(job, 'job-register', 'PlanResult');
   }
 
-  /** The running deployment of this job version, created on first placement (service jobs with an update block). */
+  /** The running deployment of this job version, created on first placement (service jobs, system ones from 1.11, with an update block). */
   private deploymentFor(job: JsonObject, group: JsonObject): JsonObject | undefined {
-    if (job.Type !== 'service' || group.Update === null) return undefined;
+    const deployed = job.Type === 'service' || (job.Type === 'system' && this.features.systemJobDeployments);
+    if (!deployed || group.Update === null) return undefined;
     const found = this.deployments.ofJob(String(job.Namespace), String(job.ID)).find((d) => d.JobVersion === job.Version && d.Status === 'running');
     if (found) return found;
     const index = this.touch('deployment');
@@ -411,13 +417,16 @@ export class ClusterState extends ClusterStore {
   // ---------------------------------------------------------------------------------------------
   // Allocations: what a Nomad client reports
 
-  /** Applies a client update to task states (one AllocationUpdated write); ClientStatus follows the tasks. */
-  updateTasks(allocId: string, updates: Record<string, TaskUpdate>): Allocation {
+  /**
+   * Applies a client update to task states (one AllocationUpdated write); ClientStatus follows the
+   * tasks. `at`: when the client saw it happen (default now), for a client that reports late.
+   */
+  updateTasks(allocId: string, updates: Record<string, TaskUpdate>, options: { at?: number } = {}): Allocation {
     const alloc = this.requireAlloc(allocId);
     this.batch(() => {
       const states: Record<string, JsonObject> = cloneJson((alloc.TaskStates as Record<string, JsonObject> | null) ?? {});
       for (const task of this.tasksOf(alloc)) states[String(task.Name)] ??= taskState();
-      const now = this.clock.now();
+      const now = options.at ?? this.clock.now();
       for (const [name, update] of Object.entries(updates)) {
         const state = states[name];
         if (state === undefined) throw new NomadApiError(400, `unknown task name "${name}"`);
