@@ -22,6 +22,7 @@ import { allocationPolicy, healthPolicyFor } from '../../src/health/policy.js';
 import { taskEnvironments } from '../../src/health/taskEnvironment.js';
 import { judgementOf } from '../../src/intake/judgement.js';
 import type { Allocation, Job, NomadNode, Service, Task, TaskGroup } from '../../src/nomad/types.js';
+import type { HealthRegistry } from '../../src/health/index.js';
 import { T0, harness, running, task, view } from './support/builders.js';
 
 const TRACKER = 'client/allochealth/tracker_test.go';
@@ -85,7 +86,15 @@ const consulCheck = (taskName: string, service: string, name: string, status: Ch
 
 // --- the outcomes a row compares --------------------------------------------------------------
 
-type Outcome = 'healthy' | 'unhealthy' | 'no verdict';
+type Outcome = 'healthy' | 'unhealthy' | 'stopped' | 'no verdict';
+
+/** The registry's verdict on the allocation, as a word. */
+function verdictOf(registry: HealthRegistry): { outcome: Outcome; reasons?: Record<string, string> } {
+  const outcome = registry.status('alloc')?.outcome;
+  if (outcome === null || outcome === undefined) return { outcome: 'no verdict' };
+  if ('stopped' in outcome) return { outcome: 'stopped' };
+  return { outcome: outcome.healthy ? 'healthy' : 'unhealthy', reasons: outcome.reasons };
+}
 
 interface Run {
   readonly job: Job;
@@ -107,9 +116,7 @@ function track(run: Run, rules: NomadRules): { outcome: Outcome; reasons?: Recor
     registry.updateChecks('alloc', checks);
   });
   clock.advanceTo(T0 + run.waitMs);
-  const status = registry.status('alloc');
-  if (status?.outcome === null || status?.outcome === undefined) return { outcome: 'no verdict' };
-  return { outcome: status.outcome.healthy ? 'healthy' : 'unhealthy', reasons: status.outcome.reasons };
+  return verdictOf(registry);
 }
 
 interface Row {
@@ -233,10 +240,7 @@ function bothHealthy(rules: NomadRules): Outcome[] {
   const policy = { ...trackerPolicy(mockJob(), rules), minHealthyTimeMs: 1000 };
   const checks = [consulCheck('web', 'web-frontend', 'check-table')];
   const seen: Outcome[] = [];
-  const now = (): Outcome => {
-    const outcome = registry.status('alloc')?.outcome;
-    return outcome === null || outcome === undefined ? 'no verdict' : outcome.healthy ? 'healthy' : 'unhealthy';
-  };
+  const now = (): Outcome => verdictOf(registry).outcome;
   registry.track('alloc', policy, view({ web: running(T0) }));
   clock.advanceTo(T0 + 1000); // setTaskHealth(true): running for min_healthy_time, no checks yet
   seen.push(now());
@@ -260,11 +264,10 @@ function checksBeforeTasks(rules: NomadRules): Outcome[] {
   clock.advanceTo(T0 + CHECK_INTERVAL);
   registry.updateChecks('alloc', checks);
   clock.advanceTo(T0 + 4 * CHECK_INTERVAL);
-  const before = registry.status('alloc')?.outcome ? 'decided' : 'no verdict';
+  const before = verdictOf(registry).outcome;
   registry.updateAllocation('alloc', view({ web: running(T0), web2: running(T0 + 4 * CHECK_INTERVAL) }));
   clock.advanceTo(T0 + 8 * CHECK_INTERVAL);
-  const outcome = registry.status('alloc')?.outcome;
-  return [before, outcome?.healthy ? 'healthy' : 'no verdict'] as Outcome[];
+  return [before, verdictOf(registry).outcome];
 }
 
 /** TestTracker_ConsulChecks_HealthyToUnhealthy: passing for 1 s, then critical; min_healthy_time 2 s; no health after 2 s. */
@@ -275,7 +278,7 @@ function healthyToUnhealthy(rules: NomadRules): Outcome {
   clock.advanceTo(T0 + 1000 + CHECK_INTERVAL);
   registry.updateChecks('alloc', [consulCheck('web', 'web-frontend', 'my-check', 'critical')]);
   clock.advanceTo(T0 + 2000);
-  return registry.status('alloc')?.outcome ? 'healthy' : 'no verdict';
+  return verdictOf(registry).outcome;
 }
 
 /** TestTracker_ConsulChecks_SlowCheckRegistration: the service registered without its check for 10 lookups, then the check passing. */
@@ -343,16 +346,16 @@ const ROWS: readonly Row[] = [
     test: 'TestHealthHook_System',
     nomad: 'main',
     expected: true,
-    actual: (rules) => healthPolicyFor(mockJob({ Type: 'system' }), 'web', { migration: true, rules }).watched,
+    actual: (rules) => healthPolicyFor(mockJob({ Type: 'system' }), 'web', { deployment: false, migration: true, rules }).watched,
   },
   {
     file: HOOK,
     test: 'TestHealthHook_SystemNoop',
     nomad: 'v1.1.2',
     expected: false,
-    actual: (rules) => healthPolicyFor(mockJob({ Type: 'system' }), 'web', { migration: true, rules }).watched,
+    actual: (rules) => healthPolicyFor(mockJob({ Type: 'system' }), 'web', { deployment: false, migration: true, rules }).watched,
   },
-  ...mainAndOld(HOOK, 'TestHealthHook_BatchNoop', 'TestHealthHook_BatchNoop', false, (rules) => healthPolicyFor(mockJob({ Type: 'batch' }), 'web', { migration: true, rules }).watched),
+  ...mainAndOld(HOOK, 'TestHealthHook_BatchNoop', 'TestHealthHook_BatchNoop', false, (rules) => healthPolicyFor(mockJob({ Type: 'batch' }), 'web', { deployment: false, migration: true, rules }).watched),
 ];
 
 describe.each(ROWS.map((row) => [row.file, row.nomad, row.test, row] as const))('%s (%s) %s', (_file, _nomad, _test, row) => {
