@@ -4,7 +4,7 @@
  */
 import type { MappedPort, RunnerAllocation } from '../../machines/runnerTypes.js';
 import type { Allocation, AllocationListStub } from '../nomad/types.js';
-import { failureMessage } from './allocationCallbacks.js';
+import { failureMessage } from '../supervisor/allocationCallbacks.js';
 
 /** AllocatedResources.Shared.Ports (Nomad back-fills them from the networks), else the networks' dynamic ports. */
 export function mappedPorts(allocation: Pick<Allocation, 'AllocatedResources'>): MappedPort[] {

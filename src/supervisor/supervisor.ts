@@ -18,7 +18,7 @@ import type { ConsulClient } from '../consul/client.js';
 import { NomadCheckPoller } from '../nomadChecks/checkPoller.js';
 import { ServiceCheckSources } from '../nomadChecks/checkSources.js';
 import { JobCache } from '../streams/jobCache.js';
-import { RunnerAllocationTracker, type AllocationCallbacks } from '../runners/allocationCallbacks.js';
+import { RunnerAllocationTracker, type AllocationCallbacks } from './allocationCallbacks.js';
 import { ExecSessions, type ExecOptions, type ExecSession, type ExecSessionActor, type ExecTarget } from '../exec/sessions.js';
 import type { DeploymentResult } from '../deployments/deploymentWatch.js';
 import { DeploymentGates, type WaitForDeploymentOptions } from '../deployments/deploymentGates.js';
@@ -276,7 +276,7 @@ export class Supervisor implements ExecTarget {
   }
 
   /**
-   * Runner-manager callbacks (Poseidon's semantics, see src/runners/allocationCallbacks.ts) for the
+   * Runner-manager callbacks (Poseidon's semantics, see src/supervisor/allocationCallbacks.ts) for the
    * allocations in scope, from now on. Returns the function that ends them.
    */
   watchRunners(callbacks: AllocationCallbacks): () => void {
