@@ -178,6 +178,7 @@ export class Supervisor implements ExecTarget {
       unjudged: () => this.intake.unjudgedRecords(),
       undecided: (deploymentId) => this.intake.undecidedIn(deploymentId),
       caughtUp: () => this.caughtUp,
+      rules: () => this.release.rules,
     });
     this.intake.verdicts$.subscribe((record) => this.deployments.onVerdict(record));
     this.intake.unjudged$.subscribe((record) => this.deployments.onUnjudged(record));
