@@ -57,13 +57,21 @@ export function wrapCommand(command: readonly string[], options: ExecutionOption
   return shell([...steps, `exec ${shellJoin(command)}`].join('; '), options);
 }
 
-/** The second exec that creates the fifo and copies what arrives in it: the command's stderr. */
+/**
+ * The second exec that creates the fifo and copies what arrives in it: the command's stderr. The
+ * command removes the fifo's name once it has opened it; `cat` is the exec's own process (Nomad ends
+ * an exec whose client left by killing that process alone: a `cat` under a shell would live on).
+ */
 export function stderrReaderCommand(stderrFifo: string, options: ExecutionOptions = {}): string[] {
   const fifo = shellQuote(stderrFifo);
-  return shell(`mkfifo -m 600 ${fifo} && { cat ${fifo}; rm -f ${fifo}; }`, options);
+  return shell(`mkfifo -m 600 ${fifo} && exec cat ${fifo}`, options);
 }
 
-/** Removes a fifo left by a session that ended before both its ends were open. */
+/**
+ * Removes a fifo the command never opened (it ended, or was ended, first): opened read-write first,
+ * which lets a reader waiting for a writer go on to its end of file, then unlinked.
+ */
 export function removeFifoCommand(stderrFifo: string, options: ExecutionOptions = {}): string[] {
-  return shell(`rm -f ${shellQuote(stderrFifo)}`, options);
+  const fifo = shellQuote(stderrFifo);
+  return shell(`if [ -p ${fifo} ]; then exec 3<>${fifo}; rm -f ${fifo}; fi`, options);
 }

@@ -3,7 +3,8 @@
  * namespace/region query parameters, gzip, time limits on the injected clock, and Nomad's error
  * convention (any status but 200 is an error whose body is plain text).
  */
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Pool } from './undiciPool.js';
 import type { Clock } from '../clock/clock.js';
 // Not the clock index: it loads the RxJS scheduler, which a command line that only makes requests need not.
 import { systemClock } from '../clock/systemClock.js';
@@ -37,6 +38,8 @@ export interface RequestWithBody extends RequestOptions {
 export interface NomadResponse<T> {
   body: T;
   meta: QueryMeta;
+  /** Clock time the whole body had arrived, before it was decoded (the time a recording gives it). */
+  receivedAt?: number;
 }
 
 /** An open streaming response (the event stream): body chunks, already gunzipped. */
@@ -180,7 +183,9 @@ export class NomadTransport {
     try {
       const response = await this.send(method, target, deadline, this.gzip, options.body);
       if (response.statusCode !== 200) throw await this.httpError(response, method, target);
-      return { body: parseNomadJson(await response.text()) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix) };
+      const text = await response.text();
+      const receivedAt = this.clock.now();
+      return { body: parseNomadJson(text) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix), receivedAt };
     } catch (error) {
       throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
     } finally {

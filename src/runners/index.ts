@@ -12,5 +12,5 @@ export {
   InvalidEnvironmentError, NoIdleRunnerError, PlacementFailedError, PoolsStoppedError, RunnerFileError, RunnerFileNotFoundError, RunnerPoolError,
   RunnerStoppedError, RunnerUnavailableError, UnknownEnvironmentError, UnknownRunnerError,
 } from './errors.js';
-export { RunnerAllocationTracker, type AllocationCallbacks, type RunnerAllocationTrackerOptions } from '../supervisor/allocationCallbacks.js';
+export { RunnerAllocationTracker, type AllocationCallbacks, type RunnerAllocationTrackerOptions } from './allocationCallbacks.js';
 export type { MappedPort } from '../../machines/runnerTypes.js';

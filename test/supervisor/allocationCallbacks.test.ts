@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { VirtualClock } from '../../src/clock/index.js';
 import type { Allocation } from '../../src/nomad/types.js';
 import { nanoTimeToMs } from '../../src/health/nomadTime.js';
-import { RunnerAllocationTracker } from '../../src/supervisor/allocationCallbacks.js';
+import { RunnerAllocationTracker } from '../../src/runners/allocationCallbacks.js';
 import { parseLossless } from '../../src/testing/losslessJson.js';
 import { isHeartbeatLine, readScenario } from '../../src/testing/recording.js';
 
