@@ -34,6 +34,15 @@ async function placed(harness: Harness, id: string, block: 'max_client_disconnec
   return alloc!;
 }
 
+/** Placed, its task running from START + 300, its client gone at START + 1,000. */
+async function awayWhileRunning(harness: Harness, block: 'max_client_disconnect' | 'disconnect') {
+  const alloc = await placed(harness, 'web', block);
+  harness.fake.cluster.startTask(alloc.ID);
+  await driveTo(harness.clock, START + 1_000);
+  harness.fake.clients.disconnect(alloc.ID);
+  return alloc;
+}
+
 const outcomes = (harness: Harness) => harness.verdicts.map((verdict) => verdict.outcome);
 
 describe.each<[FakeNomadVersion, 'max_client_disconnect' | 'disconnect']>([
@@ -47,10 +56,7 @@ describe.each<[FakeNomadVersion, 'max_client_disconnect' | 'disconnect']>([
   afterEach(() => harness.close());
 
   test('running when its client goes away: disconnected, no verdict however long; healthy at the time its data gives once the client is back', async () => {
-    const alloc = await placed(harness, 'web', block);
-    harness.fake.cluster.startTask(alloc.ID);
-    await driveTo(harness.clock, START + 1_000);
-    harness.fake.clients.disconnect(alloc.ID);
+    const alloc = await awayWhileRunning(harness, block);
     await driveTo(harness.clock, START + 1_000 + SETTLE_MS);
     expect(harness.supervisor.supervisedAllocation(alloc.ID)?.state).toBe('disconnected');
     expect(harness.changes.at(-1)).toMatchObject({ to: 'disconnected', at: START + 1_000 });
@@ -87,10 +93,7 @@ describe.each<[FakeNomadVersion, 'max_client_disconnect' | 'disconnect']>([
   });
 
   test('running when its client goes away, failed meanwhile: unhealthy at the failure the client reports', async () => {
-    const alloc = await placed(harness, 'web', block);
-    harness.fake.cluster.startTask(alloc.ID);
-    await driveTo(harness.clock, START + 1_000);
-    harness.fake.clients.disconnect(alloc.ID);
+    const alloc = await awayWhileRunning(harness, block);
     await driveTo(harness.clock, START + 1_500);
     harness.fake.clients.whileAway(alloc.ID, { main: notRestarting(exited(1)) });
     await driveTo(harness.clock, START + 30_000);
@@ -101,10 +104,7 @@ describe.each<[FakeNomadVersion, 'max_client_disconnect' | 'disconnect']>([
   });
 
   test('never back: lost after its group\'s disconnect window, stopped with no verdict; its replacement is judged on its own', async () => {
-    const alloc = await placed(harness, 'web', block);
-    harness.fake.cluster.startTask(alloc.ID);
-    await driveTo(harness.clock, START + 1_000);
-    harness.fake.clients.disconnect(alloc.ID);
+    await awayWhileRunning(harness, block);
     await driveTo(harness.clock, START + 1_000 + LOST_AFTER_MS - 1);
     expect(outcomes(harness)).toEqual([]);
     await driveTo(harness.clock, START + 1_000 + LOST_AFTER_MS + SETTLE_MS);
@@ -118,10 +118,7 @@ describe.each<[FakeNomadVersion, 'max_client_disconnect' | 'disconnect']>([
   });
 
   test('a supervisor started while the client is away says the same as one that watched throughout', async () => {
-    const alloc = await placed(harness, 'web', block);
-    harness.fake.cluster.startTask(alloc.ID);
-    await driveTo(harness.clock, START + 1_000);
-    harness.fake.clients.disconnect(alloc.ID);
+    const alloc = await awayWhileRunning(harness, block);
     await driveTo(harness.clock, START + 40_000);
     const nomad = new NomadClient({ address: harness.fake.address }, { clock: harness.clock, gzip: false });
     const late = createSupervisor({ nomad, clock: harness.clock });
