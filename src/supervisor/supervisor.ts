@@ -62,7 +62,7 @@ export interface SupervisorRuntimeOptions {
    * (src/intake/freshness.ts): the settle window's floor and the event stream's namespace. Without
    * it, time passes at the clock's pace (a source that delivers everything at once).
    */
-  freshness?: Pick<FreshnessOptions, 'namespace' | 'settleMs' | 'maxSettleMs' | 'random'>;
+  freshness?: Pick<FreshnessOptions, 'namespace' | 'settleMs' | 'maxSettleMs' | 'lagMemoryMs' | 'random'>;
   /**
    * The cluster's Nomad release ("1.6.3"), whose rules judge its allocations. Default: asked of the
    * cluster (GET /v1/agent/self, else /v1/agent/members or /v1/nodes), again after every reconnect.
