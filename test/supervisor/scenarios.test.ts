@@ -41,6 +41,8 @@ const TABLE_112: Record<string, Verdicts> = {
   ...TABLE,
   deadline_not_running: { healthy: 0, unhealthy: [{ main: 'Task not running by deadline' }], stopped: 0 },
   prestart_sidecar_lifecycle: { healthy: 0, unhealthy: [{ post: 'Unhealthy because of dead task' }], stopped: 0 },
+  'live/deadline_not_running': { healthy: 0, unhealthy: [{ init: 'Task not running by deadline', main: 'Task not running by deadline' }], stopped: 0 },
+  'live/deadline_while_restarting': { healthy: 0, unhealthy: [{ main: 'Task not running for min_healthy_time of 3s by deadline' }], stopped: 0 },
 };
 
 const RELEASES: readonly { version: FakeNomadVersion; table: Record<string, Verdicts> }[] = [
