@@ -54,7 +54,7 @@ export function todaysWords(message: string, policy: Pick<HealthPolicy, 'healthy
 }
 
 /** A recorded explanation in the words of the release Warden judges by (its own verdicts speak them too). */
-function releaseWords(message: string, policy: Pick<HealthPolicy, 'healthyDeadlineMs' | 'rules'>): string {
+export function releaseWords(message: string, policy: Pick<HealthPolicy, 'healthyDeadlineMs' | 'rules'>): string {
   return policy.rules.healthyDeadlineWording ? todaysWords(message, policy) : message;
 }
 

@@ -6,6 +6,8 @@
  * nomadVerdicts.ts). Delays are measured from Nomad's own updates reaching the stream (the observer,
  * in this process) to Warden's printed lines, and recorded as figures of the live tier.
  */
+import { nomadRulesFor, type NomadRules } from '../../../machines/nomadRules.js';
+import { readClusterVersion } from '../../../src/nomad/clusterVersion.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -159,6 +161,8 @@ export interface ScenarioRun {
 
 interface RunContext {
   readonly client: NomadClient;
+  /** The rules of the agent's release, which Warden judges by (it asks the agent as this does). */
+  readonly rules: NomadRules;
   readonly observer: HealthObserver;
   readonly base: string;
   readonly dir: string;
@@ -220,7 +224,7 @@ async function nomadDone(scenario: LiveScenario, jobId: string, ctx: RunContext,
       for (const allocation of allocations) {
         const job = versions.get(Number(allocation.latest.JobVersion ?? 0));
         if (job === undefined) return undefined;
-        const watched = allocation.latest.DeploymentID && typeof policyOf(job, allocation.latest.TaskGroup) !== 'string';
+        const watched = allocation.latest.DeploymentID && typeof policyOf(job, allocation.latest.TaskGroup, ctx.rules) !== 'string';
         // Failed for good with its deployment ended, Nomad's client will record nothing more (see nomadVerdicts.ts).
         if (watched && allocation.decision === undefined && !unrecordedFailure(allocation.latest)) return undefined;
       }
@@ -427,7 +431,10 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
   const restarted = new RestartedWatch(base, observer);
   try {
     await restarted.incarnations[0]?.streaming();
-    const ctx: RunContext = { client: jobs.client, observer, base, dir, track: (id) => jobs.track(id) };
+    const release = await readClusterVersion(jobs.client);
+    if (release.version === undefined) throw new Error(`the agent's release: ${release.problems.join('; ')}`);
+    const { rules } = nomadRulesFor(release.version);
+    const ctx: RunContext = { client: jobs.client, rules, observer, base, dir, track: (id) => jobs.track(id) };
     const runs = await Promise.all(scenarios.map((scenario) => runScenario(scenario, ctx)));
     const decided = [...observer.allocations.values()].filter((a) => a.decision !== undefined).map((a) => a.latest.ID);
     await restarted.stop(decided);
@@ -455,7 +462,7 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
       for (const allocation of run.allocations) {
         const job = run.jobs.get(Number(allocation.JobVersion ?? 0)) as Job;
         const seen = observer.allocations.get(allocation.ID);
-        const expected = expectationFor(allocation, job, seen?.decision, seen?.unhealthyEvents ?? new Map());
+        const expected = expectationFor(allocation, job, seen?.decision, seen?.unhealthyEvents ?? new Map(), ctx.rules);
         const label_ = `${where} ${allocation.Name} ${allocation.ID.slice(0, 8)}`;
         let explainedOpposite = false;
         const judge = (mode: Mode, verdicts: readonly (PrintedVerdict | undefined)[]): void => {

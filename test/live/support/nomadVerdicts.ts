@@ -1,12 +1,14 @@
 /**
  * What Warden must say of an allocation, from what Nomad's own client decided on the live agent
- * (its DeploymentStatus and "Alloc Unhealthy" events, as they reached the stream), with the
- * differences between Nomad 1.1.2 and today's tracker that test/fixtures/nomad-1.1.2/README.md
- * documents applied, and the comparison of a verdict Warden printed against it.
+ * (its DeploymentStatus and "Alloc Unhealthy" events, as they reached the stream), judged by the
+ * rules of the agent's release as Warden judges it, with Warden's deliberate differences from
+ * Nomad (README "Deliberate differences") applied, and the comparison of a verdict Warden printed
+ * against it.
  */
 import type { HealthPolicy } from '../../../machines/allocationHealthTypes.js';
-import { healthPolicyFor, parseNomadTime } from '../../../src/health/index.js';
-import { todaysWords } from '../../../src/health/nomadDecision.js';
+import type { NomadRules } from '../../../machines/nomadRules.js';
+import { healthPolicyFor } from '../../../src/health/index.js';
+import { releaseWords } from '../../../src/health/nomadDecision.js';
 import { nanoTimeMs } from '../../../src/health/nomadTime.js';
 import type { Allocation, Job, TaskEvent, TaskGroup } from '../../../src/nomad/types.js';
 import type { NomadDecision } from './healthObserver.js';
@@ -28,7 +30,7 @@ export type Expectation =
       readonly healthy: boolean;
       /** Nomad's Timestamp (or, where Warden differs as documented, the time it must say). */
       readonly at: number;
-      /** Nomad's reasons in today's words, per task; undefined when its events were lost before they reached the stream. */
+      /** Nomad's reasons in the words of the release judged by, per task; undefined when its events were lost before they reached the stream. */
       readonly reasons: Readonly<Record<string, string>> | undefined;
       /** Tasks Nomad 1.1.2 explains that today's tracker does not (a running task against a zero deadline). */
       readonly artefacts: ReadonlySet<string>;
@@ -53,14 +55,9 @@ export interface WardenVerdict {
   readonly basis?: string;
 }
 
-function ms(value: unknown): number | undefined {
-  const parsed = parseNomadTime(value);
-  return parsed.ok && parsed.ms !== null ? parsed.ms : undefined;
-}
-
-/** The policy Nomad's client judged the allocation's group by, or why it did not judge it. */
-export function policyOf(job: Job, group: string): HealthPolicy | string {
-  const decision = healthPolicyFor(job, group, { deployment: true });
+/** The policy Nomad's client (of the release `rules` are) judged the allocation's group by, or why it did not judge it. */
+export function policyOf(job: Job, group: string, rules: NomadRules): HealthPolicy | string {
+  const decision = healthPolicyFor(job, group, { deployment: true, rules });
   return decision.watched ? decision.policy : decision.reason;
 }
 
@@ -70,23 +67,12 @@ function firstStart(allocation: Allocation, task: string): number | undefined {
   return started === undefined ? undefined : nanoTimeMs(started.Time as bigint | number);
 }
 
-/** A poststart task (not a sidecar) that exited successfully: 1.1.2 failed the allocation for it, today's tracker skips it. */
-function successfulPoststart(group: TaskGroup, allocation: Allocation): boolean {
-  return group.Tasks.some((task) => {
+/** The poststart tasks (not sidecars) that exited successfully: before 1.1.13 their exit failed the allocation, and Nomad named no lifecycle task. */
+function successfulPoststarts(group: TaskGroup, allocation: Allocation): string[] {
+  return group.Tasks.filter((task) => {
     const state = allocation.TaskStates?.[task.Name];
     return task.Lifecycle?.Hook === 'poststart' && task.Lifecycle.Sidecar !== true && state?.State === 'dead' && state.Failed !== true;
-  });
-}
-
-/** Latest start of the tasks today's tracker evaluates (no poststop, no poststart that succeeded). */
-function latestEvaluatedStart(group: TaskGroup, allocation: Allocation): number {
-  const starts = group.Tasks.flatMap((task) => {
-    const state = allocation.TaskStates?.[task.Name];
-    const hook = task.Lifecycle?.Sidecar ? null : (task.Lifecycle?.Hook ?? null);
-    if (hook === 'poststop' || hook === 'prestart' || (hook === 'poststart' && state?.State === 'dead' && !state.Failed)) return [];
-    return [ms(state?.StartedAt) ?? Number.NaN];
-  });
-  return Math.max(...starts);
+  }).map((task) => task.Name);
 }
 
 /** Watched for a deployment, failed for good: Nomad's client will not decide it any more. */
@@ -98,9 +84,9 @@ export function unrecordedFailure(allocation: Allocation): boolean {
  * What Warden must say of `allocation` (Nomad's final copy), whose client decided `decision` with
  * `unhealthyEvents` (task → DisplayMessage), judged by its job version `job`.
  */
-export function expectationFor(allocation: Allocation, job: Job, decision: NomadDecision | undefined, events: ReadonlyMap<string, TaskEvent>): Expectation {
+export function expectationFor(allocation: Allocation, job: Job, decision: NomadDecision | undefined, events: ReadonlyMap<string, TaskEvent>, rules: NomadRules): Expectation {
   const unhealthyEvents = new Map([...events].map(([task, event]) => [task, event.DisplayMessage ?? '']));
-  const policy = policyOf(job, allocation.TaskGroup);
+  const policy = policyOf(job, allocation.TaskGroup, rules);
   if (typeof policy === 'string') return { kind: 'none', why: policy };
   if (decision === undefined && unrecordedFailure(allocation)) {
     return { kind: 'unrecorded failure', explained: "Nomad's client recorded no decision (its health hook shut down with the failed allocation first)" };
@@ -110,24 +96,25 @@ export function expectationFor(allocation: Allocation, job: Job, decision: Nomad
   if (!decision.healthy && unhealthyEvents.size === 0 && allocation.DesiredStatus === 'stop') {
     return { kind: 'stopped', documented: "1.1.2's client never saw the server's stop: it judged a task it was killing" };
   }
-  const failedTask = Object.values(allocation.TaskStates ?? {}).some((state) => state.Failed);
-  if (!decision.healthy && successfulPoststart(group, allocation) && !failedTask) {
-    const at = latestEvaluatedStart(group, allocation) + policy.minHealthyTimeMs;
-    const documented = '1.1.2 failed the allocation when a poststart task exited 0; today it is skipped';
-    return { kind: 'verdict', healthy: true, at, reasons: {}, artefacts: new Set(), startUnseen: new Set(), atDeadline: false, documented };
-  }
   if (decision.healthy) return { kind: 'verdict', healthy: true, at: decision.at, reasons: {}, artefacts: new Set(), startUnseen: new Set(), atDeadline: false };
   const reasons: Record<string, string> = {};
   const artefacts = new Set<string>();
   const startUnseen = new Set<string>();
   for (const [task, message] of unhealthyEvents) {
-    reasons[task] = todaysWords(message, policy);
+    reasons[task] = releaseWords(message, policy);
     if (/^Task not running for min_healthy_time of .+ by deadline$/.test(message)) artefacts.add(task);
     const started = firstStart(allocation, task);
     if (message === 'Task not running by deadline' && started !== undefined && started <= decision.at) startUnseen.add(task);
   }
-  const atDeadline = [...unhealthyEvents.values()].some((message) => message.endsWith('by deadline'));
-  return { kind: 'verdict', healthy: false, at: decision.at, reasons: unhealthyEvents.size === 0 ? undefined : reasons, artefacts, startUnseen, atDeadline };
+  // Where the release failed the allocation for a poststart task's success, Warden names the task (Nomad names no lifecycle task).
+  const poststarts = rules.poststartSuccessHealthy ? [] : successfulPoststarts(group, allocation);
+  for (const task of poststarts) reasons[task] = 'Unhealthy because of dead task';
+  const atDeadline = [...unhealthyEvents.values()].some((message) => message.endsWith('by deadline') || /by healthy_deadline of \S+$/.test(message));
+  const documented = poststarts.length > 0 ? `Warden names the poststart task whose success failed the allocation (${poststarts.join(', ')}); Nomad ${rules.version} names none` : undefined;
+  return {
+    kind: 'verdict', healthy: false, at: decision.at, reasons: unhealthyEvents.size === 0 && poststarts.length === 0 ? undefined : reasons, artefacts, startUnseen, atDeadline,
+    ...(documented === undefined ? {} : { documented }),
+  };
 }
 
 export interface Comparison {
