@@ -26,7 +26,7 @@ export function runCommand(client: ExecTarget, allocId: string, options: RunComm
 
   const reader = client.exec(allocId, {
     ...execOptions(options),
-    command: stderrReaderCommand(fifo, options),
+    command: stderrReaderCommand(fifo),
     tty: false,
     stdin: undefined,
     signal: withStop(stopReader),
@@ -62,7 +62,7 @@ export function runCommand(client: ExecTarget, allocId: string, options: RunComm
       await readerDone;
       // The fifo outlives a session cut short before both its ends were open.
       try {
-        client.exec(allocId, { task: options.task, command: removeFifoCommand(fifo, options) }).exitCode.catch(() => undefined);
+        client.exec(allocId, { task: options.task, command: removeFifoCommand(fifo) }).exitCode.catch(() => undefined);
       } catch {
         // The owner has stopped (a supervisor): nothing runs any more, and the fifo stays.
       }
