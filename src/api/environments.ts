@@ -48,11 +48,19 @@ function fetchParameter({ query }: ApiRequest): boolean {
   return fetch;
 }
 
+/** Environments whose runners cannot run unprivileged executions (their check failed), with why. */
+function unprivilegedProblems(environments: readonly EnvironmentSummary[]): string[] {
+  return environments.flatMap((e) => (e.unprivileged.status === 'failed' ? [`environment ${e.id}: unprivileged executions cannot run: ${e.unprivileged.reason}`] : []));
+}
+
 export const health: Handler = async ({ pools, poolAlertThreshold }, { res }) => {
-  const depleting = visibleEnvironments(pools)
+  const environments = visibleEnvironments(pools);
+  const depleting = environments
     .filter((e) => e.spec.prewarmingPoolSize > 0 && e.idleRunners / e.spec.prewarmingPoolSize < poolAlertThreshold)
     .map((e) => e.id);
-  if (depleting.length > 0) throw new ApiError(503, `the prewarming pool is depleting: environments ${depleting.join(', ')}`, 'PREWARMING_POOL_DEPLETING');
+  const unprivileged = unprivilegedProblems(environments);
+  const reasons = [...(depleting.length > 0 ? [`the prewarming pool is depleting: environments ${depleting.join(', ')}`] : []), ...unprivileged];
+  if (reasons.length > 0) throw new ApiError(503, reasons.join('; '), depleting.length > 0 ? 'PREWARMING_POOL_DEPLETING' : 'UNKNOWN');
   sendEmpty(res, 204);
 };
 

@@ -13,7 +13,7 @@ import type { WebSocket } from 'ws';
 import type { Clock } from '../clock/index.js';
 import { ExecutionCancelledError } from '../runners/execution.js';
 import type { Execution, ExecutionOutcome } from '../runners/execution.js';
-import { RunnerStoppedError, RunnerUnavailableError } from '../runners/errors.js';
+import { RunnerStoppedError, RunnerUnavailableError, UnprivilegedUnavailableError } from '../runners/errors.js';
 import type { Runner } from '../runners/runner.js';
 import type { ExecutionRequest } from './requests.js';
 
@@ -61,6 +61,8 @@ function errorText(error: unknown): string {
   }
   // Destroyed between its execute request and its connection.
   if (error instanceof RunnerUnavailableError) return ERROR_TEXTS.stopped;
+  // A host that cannot run it: Poseidon's words, then why (a wrapper missing, privileges that cannot be dropped).
+  if (error instanceof UnprivilegedUnavailableError) return `${ERROR_TEXTS.failed}: ${error.message}`;
   return ERROR_TEXTS.failed;
 }
 

@@ -21,6 +21,7 @@ import { WardenMetrics } from '../metrics/wardenMetrics.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv, type NomadConfig } from '../nomad/config.js';
 import { createRunnerPools, type RunnerPoolsOptions } from '../runners/pools.js';
+import { DRIVER_PREFERENCE, driverProfile, preferredDriver } from '../runners/drivers.js';
 import type { RunnerDriver } from '../runners/poseidonFormat.js';
 import { registerSecret, withoutCredentials } from '../secrets.js';
 import { createSupervisor } from '../supervisor/index.js';
@@ -38,17 +39,17 @@ export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 7200 };
 /** Where the token is read from: Warden's name, or the variable a Poseidon deployment already sets. */
 export const TOKEN_VARIABLES = ['WARDEN_SERVE_TOKEN', 'POSEIDON_SERVER_TOKEN'] as const;
 
-/** setpriv drops to nobody as /sbin/setuser drops to `user` in Poseidon's images (root only). */
-const DEV_SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
-
 export interface ServeOptions {
   listen?: ListenAddress;
   /** An embedded FakeNomad whose runners are local processes, instead of NOMAD_*. */
   dev?: boolean;
-  /** Task driver of the runners of environments made through the API (default docker; --dev: raw_exec). */
+  /**
+   * Task driver of the runners of environments made through the API. Default: the first of docker,
+   * raw_exec, exec healthy on a ready node of the cluster (docker when the nodes cannot be read); --dev: raw_exec.
+   */
   driver?: RunnerDriver;
   datacenters?: string[];
-  /** argv prefix of unprivileged executions (default Poseidon's `/sbin/setuser user`). */
+  /** argv prefix of unprivileged executions, for every driver (default per driver: src/runners/drivers.ts). */
   setuser?: string[];
   /** Executions under a pseudo-terminal, as Poseidon runs them (default true); without one they read no input. */
   tty?: boolean;
@@ -89,7 +90,7 @@ async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> 
   const root = process.getuid?.() === 0;
   const notes = [
     `runners: real local processes (raw_exec) on an embedded FakeNomad at ${fake.address}: no isolation, a playground`,
-    root ? 'unprivileged executions run as nobody (setpriv)' : 'unprivileged executions run as your own user (only root can drop to another)',
+    ...(root ? [] : ['unprivileged executions run as your own user (only root can drop to another)']),
   ];
   // A terminal needs node-pty (an optional dependency); without it, executions run on pipes.
   const tty = options.tty !== false && (await loadNodePty().then(() => true, () => false));
@@ -97,7 +98,8 @@ async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> 
   return {
     config: { address: fake.address },
     wire: tally.layer,
-    pools: { setuser: options.setuser ?? (root ? DEV_SETUSER : []) },
+    // Not root and no wrapper given: nobody to drop to, so nothing to check (the playground runs everything as you).
+    pools: options.setuser !== undefined ? { setuser: options.setuser } : root ? {} : { setuser: [], checkUnprivileged: false },
     tty,
     notes,
     close: async () => {
@@ -125,6 +127,26 @@ function tokenOf(env: CommandIo['env']): string | undefined {
   return undefined;
 }
 
+/** The driver of runners where none is given: what the cluster's nodes run (see drivers.ts), and why, in words. */
+async function clusterDriver(nomad: NomadClient): Promise<{ driver: RunnerDriver; why: string }> {
+  try {
+    const nodes = (await nomad.listNodes()).body;
+    const driver = preferredDriver(nodes);
+    if (driver !== undefined) return { driver, why: `the first of ${DRIVER_PREFERENCE.join(', ')} healthy on the cluster's ${nodes.length} node(s); --driver to choose` };
+    return { driver: 'docker', why: `none of ${DRIVER_PREFERENCE.join(', ')} is healthy on the cluster's ${nodes.length} node(s): docker, Poseidon's; --driver to choose` };
+  } catch (error) {
+    return { driver: 'docker', why: `the nodes could not be read (${errorMessage(error)}): docker, Poseidon's; --driver to choose` };
+  }
+}
+
+/** What the runners of this driver are isolated by, and who runs what, as serve prints it at the start. */
+function isolationNotes(driver: RunnerDriver, setuser: readonly string[] | undefined): string[] {
+  const profile = driverProfile(driver);
+  const notes = [`isolation (${driver}): ${profile.isolation}`];
+  if (setuser !== undefined) notes.push(`unprivileged executions: ${setuser.length === 0 ? 'as the privileged user (no wrapper)' : setuser.join(' ')} (--setuser)`);
+  return notes;
+}
+
 /** The curl lines that try it out (the token by its variable, never its value). */
 function curlExample(base: string, driver: RunnerDriver, tokenVariable: string | undefined): string[] {
   const auth = tokenVariable === undefined ? '' : ` -H "Poseidon-Token: $${tokenVariable}"`;
@@ -144,7 +166,6 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   registerSecret(token);
   const tls = options.tlsCert === undefined || options.tlsKey === undefined ? undefined : { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey) };
   const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options);
-  const driver = options.driver ?? (options.dev === true ? 'raw_exec' : 'docker');
   const metrics = new WardenMetrics({ clock });
   const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [cluster.config.token, token] });
   const nomad = new NomadClient(cluster.config, { ...io.transport, ...(cluster.wire ? { wire: cluster.wire } : {}), clock });
@@ -158,6 +179,8 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   });
   metrics.observe(supervisor);
   inspector?.attach(supervisor);
+  const chosen = options.driver !== undefined ? { driver: options.driver, why: '--driver' } : options.dev === true ? { driver: 'raw_exec' as const, why: '--dev' } : await clusterDriver(nomad);
+  const { driver } = chosen;
   const pools = createRunnerPools(supervisor, cluster.pools);
   metrics.countEvaluations(pools.evaluations$);
   const detachPools = inspector?.model.attachPools(pools);
@@ -169,6 +192,9 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
     exitCode = EXIT_UNREACHABLE;
     finish();
   };
+  pools.unprivilegedChecks$.subscribe(({ environmentId, check }) => {
+    if (check.status === 'ok') io.logger?.info({ environmentId, privilegedUid: check.privilegedUid, unprivilegedUid: check.unprivilegedUid }, `environment ${environmentId}: unprivileged executions run as uid ${check.unprivilegedUid}, privileged ones as uid ${check.privilegedUid}`);
+  });
   pools.problems$.subscribe((problem) => {
     if (problem.kind === 'recovery-failed') unreachable(problem.message);
     else io.logger?.warn({ kind: problem.kind, ...(problem.environmentId === undefined ? {} : { environmentId: problem.environmentId }) }, problem.message);
@@ -200,8 +226,11 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
       server = await startApiServer(api, { listen: options.listen ?? DEFAULT_LISTEN, metrics, clock, ...(tls ? { tls } : {}) });
       const base = `${server.url}${API_BASE_PATH}`;
       io.write(`${paint('Warden serve', 'bold', style)}: Poseidon's runner API at ${paint(base, 'note', style)}`);
-      io.write(`  cluster: ${options.dev === true ? 'embedded FakeNomad (--dev)' : withoutCredentials(cluster.config.address)}; runners' driver: ${driver}`);
-      for (const note of cluster.notes) io.write(`  ${note}`);
+      io.write(`  cluster: ${options.dev === true ? 'embedded FakeNomad (--dev)' : withoutCredentials(cluster.config.address)}; runners' driver: ${driver} (${chosen.why})`);
+      for (const note of [...cluster.notes, ...isolationNotes(driver, cluster.pools.setuser)]) io.write(`  ${note}`);
+      if (driver === 'raw_exec' && options.dev !== true) {
+        io.logger?.warn({ driver }, `runners run on raw_exec: ${driverProfile('raw_exec').isolation}; use --driver exec or docker to isolate untrusted code`);
+      }
       io.write(`  metrics: ${server.url}/metrics${inspector ? `; inspector: ${inspector.url}` : ''}`);
       io.write(`  authentication: ${token === undefined ? 'none (set WARDEN_SERVE_TOKEN to require a Poseidon-Token)' : 'Poseidon-Token required'}`);
       io.write('Try it:');
@@ -226,20 +255,43 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   return exitCode;
 }
 
+/** Words laid out in lines of at most `width` columns, the first after `first`, the others after `rest`. */
+function wrapped(text: string, first: string, rest: string, width = 100): string[] {
+  const lines: string[] = [];
+  let line = first;
+  for (const word of text.split(' ')) {
+    const blank = line === first || line === rest;
+    if (!blank && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = rest;
+    }
+    line += (line === first || line === rest ? '' : ' ') + word;
+  }
+  return [...lines, line];
+}
+
+/** `serve --help`'s account of what each driver isolates. */
+function isolationHelp(): string {
+  const drivers = (['docker', 'exec', 'raw_exec'] as const).flatMap((driver) => wrapped(`${driverProfile(driver).isolation}.`, `  ${driver}: `, '    '));
+  const after = "exec and raw_exec tasks inherit the Nomad agent's environment: executions there start from a clean one (PATH, HOME, TERM, LANG, TZ and the request's variables). On raw_exec the file routes write as root only within the runner's working directory; absolute paths and paths that leave it are written as the unprivileged user. Unprivileged executions are checked on each environment's first runner: a wrapper that does not work there is logged, turns GET /health to 503, and is the error of every unprivileged execution.";
+  return ['', "Isolation of the runners, by driver (exec and raw_exec as measured on Nomad 1.1.2; docker as Poseidon's template sets it):", ...drivers, ...wrapped(after, '  ', '  ')].join('\n');
+}
+
 export function registerServeCommand(program: Command): void {
   program
     .command('serve')
     .description("Serve Poseidon's runner API (REST + WebSocket) over runner pools on the Nomad at NOMAD_ADDR, or on an embedded one (--dev)")
     .option('--listen <addr>', `[host:]port to listen on (default ${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}, Poseidon's)`, listenAddress)
     .option('--dev', 'an embedded FakeNomad acting as a cluster, its runners real local processes: a playground, no Nomad needed')
-    .addOption(new Option('--driver <driver>', "task driver of the runners (default docker, Poseidon's; --dev: raw_exec)").choices(['docker', 'exec', 'raw_exec']))
+    .addOption(new Option('--driver <driver>', 'task driver of the runners (default: the first of docker, raw_exec, exec healthy on the cluster\'s nodes; --dev: raw_exec); see "Isolation" below').choices(['docker', 'exec', 'raw_exec']))
     .option('--datacenter <dc...>', 'datacenters of the runner jobs (default dc1)')
-    .option('--setuser <command>', 'the wrapper that runs unprivileged executions as another user (default "/sbin/setuser user", Poseidon\'s)', argvWords)
+    .option('--setuser <command>', 'the wrapper that runs unprivileged executions as another user, on every driver (default: "/sbin/setuser user" on docker, Poseidon\'s images; "setpriv --reuid=65534 --regid=65534 --clear-groups" on exec and raw_exec); checked on each environment\'s first runner', argvWords)
     .option('--no-tty', 'run executions without a pseudo-terminal (Poseidon runs them with one); they then read no input')
     .option('--pool-alert-threshold <fraction>', 'GET /health answers 503 while an environment has less than this part of its pool idle (0 turns it off)', fraction, 0)
     .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
     .option('--tls-key <file>', 'the PEM key of --tls-cert')
     .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber)
+    .addHelpText('after', isolationHelp())
     .action(async (options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command) => {
       const { inspect, datacenter, ...rest } = options;
       if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });

@@ -24,6 +24,7 @@ import type {
   JobListStub,
   JobRegisterResponse,
   JobScaleResponse,
+  NodeListStub,
 } from './types.js';
 
 /** Options of a query endpoint: a blocking query when `index` is given. */
@@ -92,6 +93,11 @@ export class NomadClient {
 
   listJobs(prefix?: string, options: QueryOptions = {}): Promise<NomadResponse<JobListStub[]>> {
     return this.query('/v1/jobs', { ...options, query: { ...options.query, prefix } });
+  }
+
+  /** The cluster's client nodes, with their drivers' health. */
+  listNodes(options: QueryOptions = {}): Promise<NomadResponse<NodeListStub[]>> {
+    return this.query('/v1/nodes', options);
   }
 
   getJob(jobId: string, options: QueryOptions = {}): Promise<NomadResponse<Job>> {

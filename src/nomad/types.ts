@@ -391,6 +391,25 @@ export interface JobSummary extends Passthrough {
   ModifyIndex: number;
 }
 
+/** A task driver as a node fingerprinted it. */
+export interface DriverInfo extends Passthrough {
+  Detected?: boolean;
+  Healthy?: boolean;
+  HealthDescription?: string;
+}
+
+/** Element of GET /v1/nodes. */
+export interface NodeListStub extends Passthrough {
+  ID: string;
+  Name: string;
+  Datacenter: string;
+  Status: string;
+  SchedulingEligibility?: string;
+  Drain?: boolean;
+  /** By driver name (Nomad 0.9+). */
+  Drivers?: Record<string, DriverInfo> | null;
+}
+
 /** Element of GET /v1/jobs. */
 export interface JobListStub extends Passthrough {
   ID: string;

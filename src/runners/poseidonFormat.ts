@@ -10,6 +10,7 @@
  *   `used` ("true"/"false") and `timeout` (seconds) on runners, `prewarmingPoolSize` on templates.
  */
 import type { Job, NetworkResource, Task, TaskGroup } from '../nomad/types.js';
+import { driverProfile } from './drivers.js';
 import { InvalidEnvironmentError } from './errors.js';
 
 export const TEMPLATE_JOB_PREFIX = 'template';
@@ -132,9 +133,12 @@ function runnerTask(spec: ResolvedEnvironmentSpec, forcePull: boolean): Task {
     config.network_mode = spec.networkAccess ? '' : 'none';
   }
   Object.assign(config, spec.driverConfig);
+  // exec runs a task as nobody unless it names its user: privileged executions need root (see drivers.ts).
+  const user = driverProfile(spec.driver).taskUser;
   return {
     Name: RUNNER_TASK,
     Driver: spec.driver,
+    ...(user === undefined ? {} : { User: user }),
     // The runner is `sleep infinity`: nothing to wait for when it is stopped.
     KillTimeout: 0,
     KillSignal: 'SIGKILL',

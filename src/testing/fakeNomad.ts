@@ -78,6 +78,8 @@ export interface FakeNomadOptions {
    * failures (see nomad/actingCluster.ts). Allocation directories go under the exec root.
    */
   acting?: boolean | ActingClusterOptions;
+  /** The drivers its node reports healthy on GET /v1/nodes (default exec and raw_exec, as a dev agent with raw_exec enabled). */
+  drivers?: readonly string[];
 }
 
 /** GET /v1/allocation/:id/checks and the client path the Go API uses (Nomad 1.4+). */
@@ -115,6 +117,7 @@ export class FakeNomad {
     this.broker = new EventBroker(options.eventBufferSize ?? 100);
     this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
     this.cluster.publishPurges = options.version === '2.0';
+    if (options.drivers !== undefined) this.cluster.nodeDrivers = [...options.drivers];
     this.checks = new FakeNomadChecks(this.cluster, clock);
     this.blocking = { clock, random, onChange: (listener) => this.cluster.onChange(listener) };
   }

@@ -70,6 +70,8 @@ export class ClusterState extends ClusterStore {
   private readonly computedClass: string;
   /** Nomad 2.x: a purge publishes JobDeregistered with the job as it was and `Deleted: true` (none in 1.1.2). */
   publishPurges = false;
+  /** The task drivers the node reports healthy (its commands run as local processes whichever it is). */
+  nodeDrivers: readonly string[] = ['exec', 'raw_exec'];
 
   constructor(
     clock: Clock,
@@ -80,6 +82,20 @@ export class ClusterState extends ClusterStore {
     super(clock, broker, initialIndex);
     this.nodeId = random.uuid();
     this.computedClass = `v1:${BigInt(Math.floor(random.next() * 2 ** 53)) * 2048n}`;
+  }
+
+  /** The one node, as GET /v1/nodes lists it (a dev agent's: docker not detected unless named among the drivers). */
+  nodeStub(): JsonObject {
+    const drivers: JsonObject = {};
+    for (const name of new Set(['docker', ...this.nodeDrivers])) {
+      const healthy = this.nodeDrivers.includes(name);
+      drivers[name] = { Attributes: null, Detected: healthy, Healthy: healthy, HealthDescription: healthy ? 'Healthy' : 'Failed to connect to docker daemon', UpdateTime: '2026-01-01T00:00:00Z' };
+    }
+    return {
+      Address: '127.0.0.1', ID: this.nodeId, Datacenter: 'dc1', Name: this.nodeName, NodeClass: '', Version: '1.1.2', Drain: false,
+      SchedulingEligibility: 'eligible', Status: 'ready', StatusDescription: '', Drivers: drivers, HostVolumes: null, NodeResources: null,
+      ReservedResources: null, LastDrain: null, CreateIndex: 1, ModifyIndex: 1,
+    };
   }
 
   // ---------------------------------------------------------------------------------------------

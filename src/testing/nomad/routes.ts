@@ -237,6 +237,7 @@ const ROUTES: readonly Route[] = [
     return ctx.cluster.setDeploymentAllocHealth(pathParam(ctx), ids('HealthyAllocationIDs'), ids('UnhealthyAllocationIDs'));
   }),
   objectRoute(/^\/v1\/deployment\/([^/]+)$/, 'deployment', 'deployment not found', (ctx, id) => ctx.cluster.deployment(id)),
+  { methods: GET, pattern: /^\/v1\/nodes$/, handler: (ctx) => sendJson(ctx.req, ctx.res, [ctx.cluster.nodeStub()], { index: 1, query: true }) },
   { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
   { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },
 ];

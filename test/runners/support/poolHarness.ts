@@ -49,12 +49,19 @@ async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: Ru
 }
 
 export async function startPoolHarness(
-  options: { pools?: RunnerPoolsOptions; acting?: ActingClusterOptions; start?: number; inspect?: InspectionObserver } = {},
+  options: {
+    pools?: RunnerPoolsOptions;
+    acting?: ActingClusterOptions;
+    start?: number;
+    inspect?: InspectionObserver;
+    /** Variables every runner's task has (as exec and raw_exec tasks inherit the Nomad agent's). */
+    taskEnv?: Readonly<Record<string, string>>;
+  } = {},
 ): Promise<PoolHarness> {
   const clock = new VirtualClock({ start: options.start ?? START });
   // Node's stdio pipes are sockets, and bash reads ~/.bashrc when its stdin is one (its rshd rule):
   // a HOME without one keeps the machine's own start-up files out of the runners' shells.
-  const fake = await FakeNomad.start({ clock, acting: { gcAfterMs: 10_000, ...options.acting }, exec: { env: { HOME: tmpdir() } } });
+  const fake = await FakeNomad.start({ clock, acting: { gcAfterMs: 10_000, ...options.acting }, exec: { env: { HOME: tmpdir(), ...options.taskEnv } } });
   const problems: PoolProblem[] = [];
   // Time moves only once the fake and the client are quiet, and stands still while a runner's command runs.
   const tally = new WireTally();
