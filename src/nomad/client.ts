@@ -120,10 +120,16 @@ export class NomadClient {
     return Versions.find((job) => job.Version === version);
   }
 
-  /** PUT /v1/jobs. Returns the evaluation id ("" for periodic/parameterized jobs) and warnings. */
+  /**
+   * PUT /v1/jobs: the evaluation id ("" for periodic/parameterized jobs) and warnings. Nomad
+   * registers a job in its own Namespace ("default" when it has none) whatever the request's
+   * namespace says, so a job without one gets the call's (or the configured) namespace, as the
+   * Nomad CLI's -namespace does.
+   */
   async registerJob(job: Job, options: RegisterJobOptions = {}): Promise<JobRegisterResponse> {
     const { enforceIndex, policyOverride, preserveCounts, ...rest } = options;
-    const body: Record<string, unknown> = { Job: job };
+    const namespace = rest.namespace ?? this.config.namespace;
+    const body: Record<string, unknown> = { Job: job.Namespace || namespace === undefined || namespace === '*' ? job : { ...job, Namespace: namespace } };
     if (enforceIndex !== undefined) Object.assign(body, { EnforceIndex: true, JobModifyIndex: enforceIndex });
     if (policyOverride === true) body.PolicyOverride = true;
     if (preserveCounts === true) body.PreserveCounts = true;

@@ -100,10 +100,11 @@ async function register(ctx: RouteContext, pathId?: string): Promise<void> {
   const job = body.Job as JsonObject | null | undefined;
   if (job === undefined || job === null) throw new NomadApiError(400, 'Job must be specified');
   if (pathId !== undefined && typeof job === 'object' && job.ID !== pathId) throw new NomadApiError(400, 'Job ID does not match name');
-  // Nomad's precedence: ?namespace=, then the request's Namespace, then the job's own.
-  const namespace = ctx.url.searchParams.get('namespace') || (typeof body.Namespace === 'string' && body.Namespace !== '' ? body.Namespace : undefined);
+  // Nomad 1.1.2 registers a job in its own Namespace ("default" when it has none), whatever ?namespace=
+  // or the request's Namespace say (apiJobAndRequestToStructs: writeReq.Namespace = sJob.Namespace; measured).
+  const namespace = typeof job.Namespace === 'string' && job.Namespace !== '' ? job.Namespace : 'default';
   const result = ctx.cluster.registerJob(job, {
-    ...(namespace === undefined ? {} : { namespace }),
+    namespace,
     enforceIndex: body.EnforceIndex === true,
     jobModifyIndex: Number(body.JobModifyIndex ?? 0),
   });

@@ -41,8 +41,8 @@ export interface PoolHarness {
   close(): Promise<void>;
 }
 
-async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver) {
-  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false, wire: tally.layer });
+async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver, namespace?: string) {
+  const nomad = new NomadClient({ address: fake.address, ...(namespace === undefined ? {} : { namespace }) }, { clock, gzip: false, wire: tally.layer });
   const supervisor = createSupervisor({ nomad, clock, ...(inspect ? { inspect } : {}) });
   const pools = createRunnerPools(supervisor, { setuser: SETUSER, ...options });
   return { nomad, supervisor, pools };
@@ -56,6 +56,8 @@ export async function startPoolHarness(
     inspect?: InspectionObserver;
     /** Variables every runner's task has (as exec and raw_exec tasks inherit the Nomad agent's). */
     taskEnv?: Readonly<Record<string, string>>;
+    /** The Nomad namespace the pools work in (NOMAD_NAMESPACE). */
+    namespace?: string;
   } = {},
 ): Promise<PoolHarness> {
   const clock = new VirtualClock({ start: options.start ?? START });
@@ -67,7 +69,7 @@ export async function startPoolHarness(
   const tally = new WireTally();
   const driver = new QuietDriver(clock);
   driver.add({ server: fake.activity, client: tally });
-  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect);
+  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect, options.namespace);
   current.pools.problems$.subscribe((problem) => problems.push(problem));
 
   const drive = async (ms: number, stepMs = 50): Promise<void> => {
@@ -110,7 +112,7 @@ export async function startPoolHarness(
     restart: async (poolOptions = options.pools ?? {}) => {
       await current.supervisor.stop();
       await current.nomad.close();
-      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect);
+      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect, options.namespace);
       current.pools.problems$.subscribe((problem) => problems.push(problem));
       await settled(current.pools.ready);
     },
