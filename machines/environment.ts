@@ -75,20 +75,29 @@ export interface EnvironmentContext {
   /** The answer to the latest CLAIM (read by the caller right after sending it). */
   claim: { claimId: number; runnerId: string | undefined } | undefined;
   /** The update being written, then the outcome of the latest one. */
-  pendingUpdate: { requestId: number; spec: ResolvedEnvironmentSpec; templateKey: string } | undefined;
+  pendingUpdate: { requestId: number; spec: ResolvedEnvironmentSpec; templateKey: string; pull: boolean } | undefined;
   update: { requestId: number; error: string | undefined } | undefined;
   /** Startup of the latest runner that became idle, and how many did. */
   lastStartupMs: number | undefined;
   started: number;
   lastError: string | undefined;
+  /** Runners still to be started with their image pulled again (those a create or a re-PUT starts). */
+  forcePulls: number;
+  /** The template job is gone from Nomad already (someone else deleted it): deleting leaves it be. */
+  templateGone: boolean;
   newRunnerId: () => string;
   backoff: { initialMs: number; maxMs: number };
 }
 
 export type EnvironmentEvent =
   | { type: 'CLAIM'; claimId: number; timeoutMs: number; at: number }
-  | { type: 'UPDATE'; requestId: number; spec: ResolvedEnvironmentSpec; templateKey: string }
+  /** A PUT: the template written again; with `pull`, the idle and provisioning runners replaced by runners that pull their image again. */
+  | { type: 'UPDATE'; requestId: number; spec: ResolvedEnvironmentSpec; templateKey: string; pull: boolean }
+  /** Someone else changed the template job (Poseidon's fetch): the spec taken as it is, nothing written. */
+  | { type: 'REFRESH'; spec: ResolvedEnvironmentSpec; templateKey: string }
   | { type: 'DELETE' }
+  /** Someone else deleted the template job (fetch): every runner retired and purged, the template left gone. */
+  | { type: 'FORGET' }
   | RunnerReport;
 
 export const environmentActorId = (environmentId: number): string => `environment:${environmentId}`;
@@ -97,6 +106,33 @@ const without = (ids: readonly string[], id: string): string[] => ids.filter((ot
 
 /** The actors of these runners (one that has ended is gone, and has said so). */
 const actorsOf = (context: EnvironmentContext, ids: readonly string[]): AnyActorRef[] => ids.flatMap((id) => context.runnerActors.get(id) ?? []);
+
+/** The wait after `failures` runners in a row failed: initialMs × 2^(failures-1), at most maxMs. */
+export function backoffMs(context: Pick<EnvironmentContext, 'backoff' | 'failures'>): number {
+  return Math.min(context.backoff.maxMs, context.backoff.initialMs * 2 ** Math.max(0, context.failures - 1));
+}
+
+/**
+ * A new spec for the environment; with `replace`, its idle and provisioning runners retired (by
+ * `retire`) and dropped from the pool, which then starts runners of the new spec.
+ */
+function takeSpec(
+  context: EnvironmentContext,
+  spec: ResolvedEnvironmentSpec,
+  templateKey: string,
+  replace: boolean,
+  reason: string,
+  retire: (runner: AnyActorRef, reason: string) => void,
+): Pick<EnvironmentContext, 'spec' | 'templateKey' | 'idle' | 'provisioning'> {
+  const replaced = replace ? [...context.idle, ...context.provisioning] : [];
+  for (const runner of actorsOf(context, replaced)) retire(runner, reason);
+  return {
+    spec,
+    templateKey,
+    idle: context.idle.filter((id) => !replaced.includes(id)),
+    provisioning: context.provisioning.filter((id) => !replaced.includes(id)),
+  };
+}
 
 function deficit(context: EnvironmentContext): number {
   return context.spec.prewarmingPoolSize - context.idle.length - context.provisioning.length;
@@ -119,6 +155,7 @@ export const environmentMachine = setup({
     needsRunners: ({ context }) => context.templateReady && deficit(context) > 0 && !(context.probing && context.provisioning.length > 0),
     failedRunner: ({ event }) => event.type === 'RUNNER.STOPPING' && event.failed,
     noRunners: ({ context }) => context.runners.length === 0,
+    templateGone: ({ context }) => context.templateGone,
   },
   actions: {
     claimIdle: enqueueActions(({ context, event, enqueue }) => {
@@ -133,9 +170,10 @@ export const environmentMachine = setup({
     startRunners: enqueueActions(({ context, enqueue, self }) => {
       const count = context.probing ? 1 : deficit(context);
       const ids = Array.from({ length: count }, () => context.newRunnerId());
-      enqueue.assign({ provisioning: [...context.provisioning, ...ids], runners: [...context.runners, ...ids] });
-      for (const runnerId of ids) {
-        const input: RunnerInput = { runnerId, environmentId: context.environmentId, spec: context.spec, io: context.io, templateKey: context.templateKey };
+      enqueue.assign({ provisioning: [...context.provisioning, ...ids], runners: [...context.runners, ...ids], forcePulls: Math.max(0, context.forcePulls - count) });
+      for (const [index, runnerId] of ids.entries()) {
+        const forcePull = index < context.forcePulls;
+        const input: RunnerInput = { runnerId, environmentId: context.environmentId, spec: context.spec, io: context.io, templateKey: context.templateKey, forcePull };
         enqueue(() => context.runnerActors.start(input, self));
       }
     }),
@@ -189,29 +227,38 @@ export const environmentMachine = setup({
       };
     }),
     retireAll: enqueueActions(({ context, enqueue }) => {
-      for (const runner of actorsOf(context, context.runners)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'its environment was deleted' });
+      const reason = context.templateGone ? 'its environment was deleted from Nomad' : 'its environment was deleted';
+      for (const runner of actorsOf(context, context.runners)) enqueue.sendTo(runner, { type: 'RETIRE', reason });
       enqueue.assign({ idle: [], provisioning: [], used: [] });
     }),
     acceptTemplate: assign({ templateReady: true }),
     recordError: assign({ lastError: ({ event }) => errorText(event) }),
     holdUpdate: assign({
-      pendingUpdate: ({ event }) => (event.type === 'UPDATE' ? { requestId: event.requestId, spec: event.spec, templateKey: event.templateKey } : undefined),
+      pendingUpdate: ({ event }) => (event.type === 'UPDATE' ? { requestId: event.requestId, spec: event.spec, templateKey: event.templateKey, pull: event.pull } : undefined),
     }),
-    // A new template: the idle and provisioning runners of the old one are replaced; used ones stay.
+    /**
+     * A new template, or a re-PUT that pulls: the idle and provisioning runners are replaced (by
+     * runners pulling their image again); used ones stay, their users' work with them, and get
+     * the new image when they are returned.
+     */
     applyUpdate: enqueueActions(({ context, enqueue }) => {
       const update = context.pendingUpdate;
       if (update === undefined) return;
-      const replaced = update.templateKey === context.templateKey ? [] : [...context.idle, ...context.provisioning];
-      for (const runner of actorsOf(context, replaced)) enqueue.sendTo(runner, { type: 'RETIRE', reason: 'its environment was updated' });
+      const replace = update.pull || update.templateKey !== context.templateKey;
       enqueue.assign({
-        spec: update.spec,
-        templateKey: update.templateKey,
-        idle: context.idle.filter((id) => !replaced.includes(id)),
-        provisioning: context.provisioning.filter((id) => !replaced.includes(id)),
+        ...takeSpec(context, update.spec, update.templateKey, replace, 'its environment was updated', (runner, reason) => enqueue.sendTo(runner, { type: 'RETIRE', reason })),
         pendingUpdate: undefined,
         update: { requestId: update.requestId, error: undefined },
+        forcePulls: update.pull ? update.spec.prewarmingPoolSize : context.forcePulls,
       });
     }),
+    // Someone else's template: taken as it is; idle and provisioning runners of another key replaced.
+    applyRefresh: enqueueActions(({ context, enqueue, event }) => {
+      if (event.type !== 'REFRESH') return;
+      const replace = event.templateKey !== context.templateKey;
+      enqueue.assign(takeSpec(context, event.spec, event.templateKey, replace, 'its environment was changed in Nomad', (runner, reason) => enqueue.sendTo(runner, { type: 'RETIRE', reason })));
+    }),
+    forgetTemplate: assign({ templateGone: true }),
     refuseUpdate: assign(({ context, event }) => ({
       pendingUpdate: undefined,
       update: context.pendingUpdate && { requestId: context.pendingUpdate.requestId, error: errorText(event) },
@@ -219,7 +266,7 @@ export const environmentMachine = setup({
     })),
   },
   delays: {
-    backoff: ({ context }) => Math.min(context.backoff.maxMs, context.backoff.initialMs * 2 ** Math.max(0, context.failures - 1)),
+    backoff: ({ context }) => backoffMs(context),
     retryRemoval: 5_000,
   },
 }).createMachine({
@@ -246,6 +293,8 @@ export const environmentMachine = setup({
       lastStartupMs: undefined,
       started: 0,
       lastError: undefined,
+      forcePulls: input.register ? input.spec.prewarmingPoolSize : 0,
+      templateGone: false,
       newRunnerId: input.newRunnerId,
       backoff: { initialMs: input.backoff?.initialMs ?? 1_000, maxMs: input.backoff?.maxMs ?? 60_000 },
     };
@@ -264,6 +313,7 @@ export const environmentMachine = setup({
         ],
         'RUNNER.DESTROYED': { actions: 'forgetRunner' },
         DELETE: 'deleting',
+        FORGET: { target: 'deleting', actions: 'forgetTemplate' },
       },
       states: {
         template: {
@@ -278,7 +328,7 @@ export const environmentMachine = setup({
                 onError: { target: '#environment.failed', actions: 'recordError' },
               },
             },
-            registered: { on: { UPDATE: { target: 'updating', actions: 'holdUpdate' } } },
+            registered: { on: { UPDATE: { target: 'updating', actions: 'holdUpdate' }, REFRESH: { actions: 'applyRefresh' } } },
             updating: {
               invoke: {
                 src: 'registerTemplate',
@@ -319,8 +369,9 @@ export const environmentMachine = setup({
       on: { 'RUNNER.DESTROYED': { actions: 'forgetRunner' } },
     },
     removingTemplate: {
-      initial: 'deregistering',
+      initial: 'deciding',
       states: {
+        deciding: { always: [{ guard: 'templateGone', target: '#environment.deleted' }, { target: 'deregistering' }] },
         deregistering: {
           invoke: {
             src: 'deregisterTemplate',

@@ -24,6 +24,9 @@ export type {
  * machine only says when); the timers are delayed transitions on the actor's clock.
  */
 
+/** Why a runner whose task was OOM-killed stopped: Poseidon's ErrOOMKilled, word for word. */
+export const OOM_KILLED = 'the allocation was OOM Killed';
+
 /** Retries of Nomad writes: 0.5 s, doubling, at most 30 s (deterministic: the machine is pure). */
 export function writeRetryMs(attempt: number): number {
   return Math.min(30_000, 500 * 2 ** Math.max(0, attempt - 1));
@@ -56,7 +59,7 @@ export const runnerMachine = setup({
     output: {} as RunnerOutput,
   },
   actors: {
-    registerRunner: fromPromise<void, { io: RunnerIo; runnerId: string; spec: ResolvedEnvironmentSpec }>(({ input }) => input.io.registerRunner(input)),
+    registerRunner: fromPromise<void, { io: RunnerIo; runnerId: string; spec: ResolvedEnvironmentSpec; forcePull: boolean }>(({ input }) => input.io.registerRunner(input)),
     // A destroy right after the claim stops this actor: its signal keeps the mark from being written after the purge.
     markUsed: fromPromise<void, { io: RunnerIo; runnerId: string; timeoutMs: number }>(({ input, signal }) => input.io.markUsed({ ...input, signal })),
     deregisterRunner: fromPromise<void, { io: RunnerIo; runnerId: string }>(({ input }) => input.io.deregisterRunner(input)),
@@ -133,6 +136,8 @@ export const runnerMachine = setup({
     stopForAllocation: enqueueActions(({ enqueue, event }) => {
       const allocation = updated(event);
       if (!allocation) return;
+      // Poseidon's words for an OOM kill (dto.ErrOOMKilled), which its clients match exactly.
+      if (allocation.oomKilled === true) return enqueue.assign({ allocation, stopReason: { kind: 'oom-killed', message: OOM_KILLED, failure: false } });
       const gone = allocation.status === 'ended' ? (allocation.reason ?? 'the allocation ended') : 'the allocation restarted, losing its state';
       enqueue.assign({ allocation, stopReason: { kind: 'allocation-ended', message: gone, failure: false } });
     }),
@@ -156,6 +161,7 @@ export const runnerMachine = setup({
     spec: input.spec,
     io: input.io,
     templateKey: input.templateKey,
+    forcePull: input.forcePull === true,
     recovered: input.recovered?.phase,
     allocation: input.recovered?.allocation,
     pendingSince: undefined,
@@ -185,7 +191,7 @@ export const runnerMachine = setup({
     registering: {
       invoke: {
         src: 'registerRunner',
-        input: ({ context }) => ({ io: context.io, runnerId: context.runnerId, spec: context.spec }),
+        input: ({ context }) => ({ io: context.io, runnerId: context.runnerId, spec: context.spec, forcePull: context.forcePull }),
         // Retired meanwhile: the job exists now, so it is purged.
         onDone: [{ guard: 'retireRequested', target: 'stopping', actions: 'stopRetiredWhileRegistering' }, { target: 'starting' }],
         onError: { target: 'stopping', actions: ['failPlacement', 'recordError'] },

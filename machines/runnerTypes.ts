@@ -17,6 +17,10 @@ export interface RunnerAllocation {
   status: 'pending' | 'running' | 'ended';
   /** Why it ended, in Nomad's words. */
   reason?: string;
+  /** Still pending: what went wrong with its tasks so far (a driver failure, an exit before a restart). */
+  trouble?: string;
+  /** The runner's task was OOM-killed last (Nomad's Terminated event with `oom_killed`). */
+  oomKilled?: boolean;
   ports: MappedPort[];
   /** Clock time the update was received. */
   at: number;
@@ -31,7 +35,7 @@ export type RecoveredPhase = 'idle' | 'starting' | 'used' | 'stale';
  */
 export interface RunnerIo {
   /** Writes the runner's job (create only) and follows its evaluation; rejects on a placement failure. */
-  registerRunner(request: { runnerId: string; spec: ResolvedEnvironmentSpec }): Promise<void>;
+  registerRunner(request: { runnerId: string; spec: ResolvedEnvironmentSpec; forcePull: boolean }): Promise<void>;
   /** Marks the runner used in its job's meta, with its inactivity timeout; nothing is written once `signal` aborted (the runner stopped first). */
   markUsed(request: { runnerId: string; timeoutMs: number; signal?: AbortSignal }): Promise<void>;
   /** Purges the runner's job (a job already gone is fine). */
@@ -49,6 +53,8 @@ export interface RunnerInput {
   io: RunnerIo;
   /** Which template version the runner's job was made from. */
   templateKey: string;
+  /** Its image pulled again as it starts (a runner a PUT of its environment starts). */
+  forcePull?: boolean;
   /** Found on the cluster (a restart) instead of registered now. */
   recovered?: {
     phase: RecoveredPhase;
@@ -77,7 +83,7 @@ export interface RunnerActors {
   get(runnerId: string): AnyActorRef | undefined;
 }
 
-export type StopReasonKind = 'inactivity' | 'destroyed' | 'retired' | 'allocation-ended' | 'allocation-failed' | 'placement-failed';
+export type StopReasonKind = 'inactivity' | 'destroyed' | 'retired' | 'allocation-ended' | 'allocation-failed' | 'placement-failed' | 'oom-killed';
 
 export interface StopReason {
   kind: StopReasonKind;
@@ -101,6 +107,7 @@ export interface RunnerContext {
   spec: ResolvedEnvironmentSpec;
   io: RunnerIo;
   templateKey: string;
+  forcePull: boolean;
   recovered: RecoveredPhase | undefined;
   allocation: RunnerAllocation | undefined;
   /** When its allocation was first seen pending (Poseidon measures startup from there). */

@@ -18,7 +18,7 @@ import { silentLogger, structuredLogger, type LogSink, type Logger } from '../lo
 import { tokenCheck } from './auth.js';
 import type { ApiContext, ApiRequest, EnvironmentDefaults, Handler } from './context.js';
 import { deleteEnvironment, getEnvironment, health, listEnvironments, putEnvironment, statistics, version } from './environments.js';
-import { ApiError, apiErrorOf, badRequest, methodNotAllowed, notFound, unauthorized } from './errors.js';
+import { ApiError, apiErrorOf, badRequest, methodNotAllowed, notFound, notRecovered, unauthorized } from './errors.js';
 import { ExecutionSocket } from './executionSocket.js';
 import { DEFAULT_BODY_LIMIT, refuseUpgrade, sendError } from './http.js';
 import type { ApiMetrics } from './metrics.js';
@@ -168,6 +168,7 @@ export class PoseidonApi {
         websocketTarget(this.context, request);
         throw badRequest('this route is a WebSocket: connect to it with an Upgrade request');
       }
+      if (match.route.handler.public !== true) await this.recovered();
       await match.route.handler.handler(this.context, request);
     } catch (error) {
       const answer = apiErrorOf(error);
@@ -253,6 +254,17 @@ export class PoseidonApi {
     clock.clearTimeout(timer);
     for (const socket of sockets) socket.terminate();
     this.wss.close();
+  }
+
+  /**
+   * The pools' routes wait for the cluster's pools to be read at the start; while Nomad cannot be
+   * read (recovery retries meanwhile), they answer 503 with Nomad's error at once.
+   */
+  private async recovered(): Promise<void> {
+    const { pools } = this.context;
+    if (pools.recovered) return;
+    if (pools.recoveryError !== undefined) throw notRecovered(pools.recoveryError);
+    await pools.ready;
   }
 
   private authorize(entry: RouteEntry, req: IncomingMessage, route: string): void {

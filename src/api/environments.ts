@@ -1,12 +1,13 @@
 /**
  * Poseidon's miscellaneous and execution-environment routes (internal/api/api.go, health.go,
- * environments.go) over the pools: health with the prewarming-pool alert, version, statistics,
+ * environments.go) over the pools: health with the prewarming-pool alert (and the environments whose
+ * runners cannot start, with Nomad's reason), version, statistics,
  * list / get (with `fetch`: environments put on the cluster by someone else adopted first), create
  * or update (201 / 204, no body), delete (204, or 404 with no body).
  */
 import type { EnvironmentSummary } from '../runners/pools.js';
 import { visibleEnvironments, type ApiRequest, type Handler } from './context.js';
-import { ApiError, badRequest, notFound } from './errors.js';
+import { ApiError, badRequest, notFound, notRecovered } from './errors.js';
 import { parseGoBool, readJson, sendEmpty, sendJson } from './http.js';
 import { environmentRequest } from './requests.js';
 
@@ -53,13 +54,23 @@ function unprivilegedProblems(environments: readonly EnvironmentSummary[]): stri
   return environments.flatMap((e) => (e.unprivileged.status === 'failed' ? [`environment ${e.id}: unprivileged executions cannot run: ${e.unprivileged.reason}`] : []));
 }
 
+/**
+ * Poseidon's health: 204, or 503 PREWARMING_POOL_DEPLETING naming the environments whose pool is
+ * emptier than the alert threshold (Poseidon's prewarming-pool alert) or cannot fill at all, the
+ * latter with Nomad's reason (runners that cannot be placed or started); 503 also naming the
+ * environments whose unprivileged executions cannot run, and why. While Nomad cannot be read at the
+ * start, 503 NOMAD_UNREACHABLE with its error (Warden keeps trying, as Poseidon does).
+ */
 export const health: Handler = async ({ pools, poolAlertThreshold }, { res }) => {
+  if (!pools.recovered && pools.recoveryError !== undefined) throw notRecovered(pools.recoveryError);
   const environments = visibleEnvironments(pools);
-  const depleting = environments
-    .filter((e) => e.spec.prewarmingPoolSize > 0 && e.idleRunners / e.spec.prewarmingPoolSize < poolAlertThreshold)
-    .map((e) => e.id);
-  const unprivileged = unprivilegedProblems(environments);
-  const reasons = [...(depleting.length > 0 ? [`the prewarming pool is depleting: environments ${depleting.join(', ')}`] : []), ...unprivileged];
+  const depleting = environments.filter((e) => e.failure !== null || (e.spec.prewarmingPoolSize > 0 && e.idleRunners / e.spec.prewarmingPoolSize < poolAlertThreshold));
+  const reasons = [
+    ...(depleting.length > 0
+      ? [`the prewarming pool is depleting: environments ${depleting.map((e) => e.id).join(', ')}`, ...depleting.flatMap((e) => (e.failure === null ? [] : [`environment ${e.id}: ${e.failure}`]))]
+      : []),
+    ...unprivilegedProblems(environments),
+  ];
   if (reasons.length > 0) throw new ApiError(503, reasons.join('; '), depleting.length > 0 ? 'PREWARMING_POOL_DEPLETING' : 'UNKNOWN');
   sendEmpty(res, 204);
 };

@@ -54,6 +54,8 @@ export const unauthorized = (): ApiError => new ApiError(401, 'unauthorized', un
 export const methodNotAllowed = (): ApiError => new ApiError(405, 'method not allowed', undefined, true);
 export const runnerGone = (message: string = MESSAGES.unknownRunner): ApiError => new ApiError(410, message);
 export const internalError = (message: string, errorCode: ErrorCode = 'UNKNOWN'): ApiError => new ApiError(500, message, errorCode);
+/** The runner pools are not read from Nomad yet: Nomad does not answer (retried meanwhile). */
+export const notRecovered = (reason: string): ApiError => new ApiError(503, `the runner pools are not recovered from Nomad yet: ${reason}`, 'NOMAD_UNREACHABLE');
 
 /** Why Nomad failed us, in Poseidon's codes. */
 function nomadCode(error: NomadError): ErrorCode {
@@ -67,7 +69,8 @@ export function apiErrorOf(error: unknown): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof InvalidEnvironmentError) return badRequest(error.message);
   if (error instanceof UnknownEnvironmentError) return notFound(MESSAGES.unknownEnvironment);
-  if (error instanceof NoIdleRunnerError) return internalError(MESSAGES.noRunners, 'NOMAD_OVERLOAD');
+  // Poseidon's words first (clients may match them), then Nomad's reason when there is one.
+  if (error instanceof NoIdleRunnerError) return internalError(error.reason === undefined ? MESSAGES.noRunners : `${MESSAGES.noRunners}: ${error.reason}`, 'NOMAD_OVERLOAD');
   if (error instanceof UnknownRunnerError || error instanceof RunnerUnavailableError) return runnerGone();
   if (error instanceof RunnerFileNotFoundError) return new ApiError(424, MESSAGES.fileNotFound);
   // The cluster has no room: the same answer as an empty pool.

@@ -10,6 +10,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
 import type { WebSocket } from 'ws';
+import { OOM_KILLED } from '../../machines/runner.js';
 import type { Clock } from '../clock/index.js';
 import { ExecutionCancelledError } from '../runners/execution.js';
 import type { Execution, ExecutionOutcome } from '../runners/execution.js';
@@ -44,7 +45,7 @@ export interface ExecutionSocketOptions {
 /** Poseidon's words for an execution that could not end normally (ws/codeocean_writer.go Close). */
 export const ERROR_TEXTS = {
   stopped: 'the allocation stopped as expected',
-  oomKilled: 'the allocation was OOM Killed',
+  oomKilled: OOM_KILLED,
   failed: 'Error executing the request',
   shutdown: 'the server is shutting down',
 } as const;
@@ -55,7 +56,7 @@ const LOW_WATER = 256 * 1024;
 
 function errorText(error: unknown): string {
   if (error instanceof RunnerStoppedError) {
-    if (/OOM/i.test(error.message)) return ERROR_TEXTS.oomKilled;
+    if (error.kind === 'oom-killed') return ERROR_TEXTS.oomKilled;
     if (error.kind === 'destroyed' || error.kind === 'retired' || (error.kind === 'allocation-ended' && /completed/.test(error.message))) return ERROR_TEXTS.stopped;
     return ERROR_TEXTS.failed;
   }

@@ -42,7 +42,7 @@ export const provideRunner: Handler = async (context, request) => {
   } catch (error) {
     const outcome = error instanceof NoIdleRunnerError ? 'no_idle_runner' : error instanceof UnknownEnvironmentError ? 'unknown_environment' : 'failed';
     metrics?.claim(body.executionEnvironmentId, outcome);
-    if (outcome === 'no_idle_runner') context.logger.warn('no runners available', { environmentId: body.executionEnvironmentId });
+    if (error instanceof NoIdleRunnerError) context.logger.warn('no runners available', { environmentId: body.executionEnvironmentId, ...(error.reason === undefined ? {} : { reason: error.reason }) });
     throw error;
   }
   metrics?.claim(body.executionEnvironmentId, 'claimed');

@@ -152,6 +152,7 @@ export async function execInAllocation(prefix: string, command: readonly string[
     io.stdout.on('error', onOutputError);
     session = runCommand(new ExecClient(config, { clock }), allocation.ID, {
       task,
+      clock,
       command,
       tty,
       ...(options.stdin === false ? {} : { stdin: io.stdin }),

@@ -3,8 +3,9 @@
  * that NOMAD_* names, so a client written for Poseidon (CodeOcean) can use Warden instead. With
  * `--dev`, over an embedded FakeNomad acting as a cluster whose runners are real local processes:
  * a one-command playground, as `nomad agent -dev` is. Runs until SIGTERM or Ctrl-C (exit 0): open
- * executions are told the server is going away before their sockets close. Exit 2 when Nomad
- * cannot be read at the start or its event stream gives up (a refused token).
+ * executions are told the server is going away before their sockets close. A Nomad that does not
+ * answer at the start is tried again until it does (GET /health says why meanwhile), as Poseidon
+ * does; exit 2 when its event stream gives up (a refused token).
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,7 +23,9 @@ import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv, type NomadConfig } from '../nomad/config.js';
 import { createRunnerPools, type RunnerPoolsOptions } from '../runners/pools.js';
 import { DRIVER_PREFERENCE, driverProfile, preferredDriver } from '../runners/drivers.js';
-import type { RunnerDriver } from '../runners/poseidonFormat.js';
+import { RUNNER_GROUP, RUNNER_TASK, type RunnerDriver, type RunnerNetwork } from '../runners/poseidonFormat.js';
+import type { Job } from '../nomad/types.js';
+import { isRetryable, readTemplateJobFile } from './templateJobFile.js';
 import { registerSecret, withoutCredentials } from '../secrets.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { paint } from '../supervisor/describe.js';
@@ -60,6 +63,29 @@ export interface ServeOptions {
   tlsKey?: string;
   /** Serve the inspector (pools included) on this port (0: any free one). */
   inspect?: number;
+  /** Poseidon's server.templatejobfile: a template job of your own (HCL or JSON). */
+  templateJobFile?: string;
+  /** Poseidon's nomad.network: the network mode of runners with network access, and their DNS. */
+  networkMode?: string;
+  networkDnsServers?: string[];
+  networkDnsSearches?: string[];
+  networkDnsOptions?: string[];
+  /** Poseidon's nomad.disableforcepull: never pull images again. */
+  disableForcePull?: boolean;
+}
+
+/** Poseidon's nomad.network from the flags (undefined: Warden's default per driver). */
+function runnerNetwork(options: ServeOptions): RunnerNetwork | undefined {
+  const { networkMode: mode, networkDnsServers: servers, networkDnsSearches: searches, networkDnsOptions: dnsOptions } = options;
+  const dns = servers ?? searches ?? dnsOptions ? { ...(servers ? { servers } : {}), ...(searches ? { searches } : {}), ...(dnsOptions ? { options: dnsOptions } : {}) } : undefined;
+  if (mode === undefined && dns === undefined) return undefined;
+  return { ...(mode === undefined ? {} : { mode }), ...(dns === undefined ? {} : { dns }) };
+}
+
+/** The runner task's driver a template job file names, if it is one Warden runs runners on. */
+function driverOf(job: Job | undefined): RunnerDriver | undefined {
+  const driver = job?.TaskGroups?.find((group) => group.Name === RUNNER_GROUP)?.Tasks.find((task) => task.Name === RUNNER_TASK)?.Driver;
+  return driver === 'docker' || driver === 'exec' || driver === 'raw_exec' ? driver : undefined;
 }
 
 /** The command's I/O; `quiet`: a test's driver of its VirtualClock, to which --dev adds its cluster (as the demo does). */
@@ -166,9 +192,40 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   registerSecret(token);
   const tls = options.tlsCert === undefined || options.tlsKey === undefined ? undefined : { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey) };
   const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options);
+  const nomad = new NomadClient(cluster.config, { ...io.transport, ...(cluster.wire ? { wire: cluster.wire } : {}), clock });
+  // A template job file is read now: one that can never be a job is the command line's fault.
+  let templateJob: Job | (() => Promise<Job>) | undefined;
+  const { templateJobFile } = options;
+  if (templateJobFile !== undefined) {
+    try {
+      templateJob = await readTemplateJobFile(templateJobFile, nomad);
+    } catch (error) {
+      if (!isRetryable(error)) {
+        fail(`${paint('error', 'bad', style)} ${errorMessage(error)}`);
+        await nomad.close();
+        await cluster.close();
+        return EXIT_USAGE;
+      }
+      // Nomad parses it once it answers, with the pools' recovery.
+      templateJob = () => readTemplateJobFile(templateJobFile, nomad);
+    }
+  }
+  const fileDriver = driverOf(typeof templateJob === 'function' ? undefined : templateJob);
+  const chosen: { driver: RunnerDriver; why: string } =
+    options.driver !== undefined ? { driver: options.driver, why: '--driver' }
+    : fileDriver !== undefined ? { driver: fileDriver, why: 'the template job file' }
+    : options.dev === true ? { driver: 'raw_exec', why: '--dev' }
+    : await clusterDriver(nomad);
+  const { driver } = chosen;
+  const network = runnerNetwork(options);
+  const poolOptions: RunnerPoolsOptions = {
+    ...cluster.pools,
+    ...(templateJob === undefined ? {} : { templateJob }),
+    ...(network === undefined ? {} : { network }),
+    ...(options.disableForcePull === true ? { disableForcePull: true } : {}),
+  };
   const metrics = new WardenMetrics({ clock });
   const inspector = options.inspect === undefined ? undefined : await startInspector({ clock, port: options.inspect, secrets: [cluster.config.token, token] });
-  const nomad = new NomadClient(cluster.config, { ...io.transport, ...(cluster.wire ? { wire: cluster.wire } : {}), clock });
   const supervisor = createSupervisor({
     nomad,
     clock,
@@ -179,9 +236,7 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   });
   metrics.observe(supervisor);
   inspector?.attach(supervisor);
-  const chosen = options.driver !== undefined ? { driver: options.driver, why: '--driver' } : options.dev === true ? { driver: 'raw_exec' as const, why: '--dev' } : await clusterDriver(nomad);
-  const { driver } = chosen;
-  const pools = createRunnerPools(supervisor, cluster.pools);
+  const pools = createRunnerPools(supervisor, poolOptions);
   metrics.countEvaluations(pools.evaluations$);
   const detachPools = inspector?.model.attachPools(pools);
   let exitCode = 0;
@@ -195,9 +250,12 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   pools.unprivilegedChecks$.subscribe(({ environmentId, check }) => {
     if (check.status === 'ok') io.logger?.info({ environmentId, privilegedUid: check.privilegedUid, unprivilegedUid: check.unprivilegedUid }, `environment ${environmentId}: unprivileged executions run as uid ${check.unprivilegedUid}, privileged ones as uid ${check.privilegedUid}`);
   });
+  // Each said in the log, with Nomad's words: a recovery that failed (tried again), a runner that cannot start, a stray runner job.
   pools.problems$.subscribe((problem) => {
-    if (problem.kind === 'recovery-failed') unreachable(problem.message);
-    else io.logger?.warn({ kind: problem.kind, ...(problem.environmentId === undefined ? {} : { environmentId: problem.environmentId }) }, problem.message);
+    io.logger?.warn({ kind: problem.kind, ...(problem.environmentId === undefined ? {} : { environmentId: problem.environmentId }), ...(problem.jobId === undefined ? {} : { jobId: problem.jobId }) }, problem.message);
+  });
+  void pools.ready.then(() => {
+    if (pools.recovered) io.logger?.info({ environments: pools.environmentSummaries().length }, 'runner pools recovered from Nomad');
   });
   supervisor.problems$.subscribe((problem) => {
     if (problem.kind === 'stream-failed') unreachable(`the Nomad event stream gave up: ${problem.message}`);
@@ -208,7 +266,7 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   let server: Awaited<ReturnType<typeof startApiServer>> | undefined;
   const apiMetrics = new ApiMetrics(metrics.registry);
   try {
-    await Promise.race([pools.ready, finished]);
+    // Served at once: while Nomad does not answer, /health says why and the pools' routes answer 503.
     if (exitCode === 0 && io.signal?.aborted !== true) {
       apiMetrics.observe(pools);
       const api = new PoseidonApi({
@@ -291,6 +349,12 @@ export function registerServeCommand(program: Command): void {
     .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
     .option('--tls-key <file>', 'the PEM key of --tls-cert')
     .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber)
+    .option('--template-job-file <file>', "Poseidon's server.templatejobfile: a template job of your own (HCL, parsed by Nomad, or JSON); environments are laid over it, the rest of it kept")
+    .option('--network-mode <mode>', "Poseidon's nomad.network.mode: the network of runners with network access (default bridge for docker, host for exec/raw_exec), e.g. cni/secure-bridge")
+    .option('--network-dns-servers <ip...>', "Poseidon's nomad.network.dns.servers: DNS servers of runners with network access")
+    .option('--network-dns-searches <domain...>', "Poseidon's nomad.network.dns.searches")
+    .option('--network-dns-options <option...>', "Poseidon's nomad.network.dns.options")
+    .option('--disable-force-pull', "Poseidon's nomad.disableforcepull: never pull images again (by default the template and the runners a PUT starts pull theirs)")
     .addHelpText('after', isolationHelp())
     .action(async (options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command) => {
       const { inspect, datacenter, ...rest } = options;

@@ -9,8 +9,8 @@ import type { TaskGroup } from '../nomad/types.js';
 import type { ConsulHealthCheck } from './client.js';
 import { checkViewsFor, checksByAllocation, sameAllocationChecks, type AllocationCheck, type AllocationWorkloads } from './checkViews.js';
 
-/** Where the views go: the health registry's updateChecks. */
-export type ChecksListener = (allocationId: string, checks: readonly CheckView[]) => void;
+/** Where the views go (the health registry's updateChecks), with the time the answer holding them was seen. */
+export type ChecksListener = (allocationId: string, checks: readonly CheckView[], seenAt: number | undefined) => void;
 
 export class ConsulCheckFanOut {
   private latest = new Map<string, AllocationCheck[]>();
@@ -34,15 +34,15 @@ export class ConsulCheckFanOut {
     this.followed.delete(allocationId);
   }
 
-  /** A new answer: every check of the datacenter. */
-  update(checks: readonly ConsulHealthCheck[]): void {
+  /** A new answer: every check of the datacenter, seen at `seenAt` (default: when the listener is told). */
+  update(checks: readonly ConsulHealthCheck[], seenAt?: number): void {
     const next = checksByAllocation(checks);
     const previous = this.latest;
     this.latest = next;
     for (const [allocationId, workloads] of this.followed) {
       const mine = next.get(allocationId);
       if (sameAllocationChecks(previous.get(allocationId), mine)) continue;
-      this.listener(allocationId, checkViewsFor(mine ?? [], workloads));
+      this.listener(allocationId, checkViewsFor(mine ?? [], workloads), seenAt);
     }
   }
 }

@@ -65,6 +65,8 @@ export interface ConsulChecksUpdate {
   /** X-Consul-Index of the answer. */
   readonly index: number;
   readonly checks: readonly ConsulHealthCheck[];
+  /** Clock time the answer arrived: when Warden saw these checks (a replay gives it back exactly). */
+  readonly receivedAt: number;
 }
 
 export interface WatchHealthChecksOptions {
@@ -149,7 +151,7 @@ export class ConsulClient {
       retryable: isConsulError,
       ...(backoff === undefined ? {} : { backoff }),
     }).pipe(
-      map((response) => ({ index: response.meta.lastIndex, checks: response.body })),
+      map((response) => ({ index: response.meta.lastIndex, checks: response.body, receivedAt: response.receivedAt ?? this.clock.now() })),
       share(),
     );
   }

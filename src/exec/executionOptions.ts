@@ -79,13 +79,22 @@ export function wrapCommand(command: readonly string[], options: ExecutionOption
   return shell([...steps, `exec ${run}`].join('; '));
 }
 
-/** The second exec that creates the fifo (the task user's, 0600) and copies what arrives in it: the command's stderr. */
+/**
+ * The second exec that creates the fifo (the task user's, 0600) and copies what arrives in it: the
+ * command's stderr. The command removes the fifo's name once it has opened it; `cat` is the exec's own
+ * process (Nomad ends an exec whose client left by killing that process alone: a `cat` under a shell
+ * would live on).
+ */
 export function stderrReaderCommand(stderrFifo: string): string[] {
   const fifo = shellQuote(stderrFifo);
-  return shell(`mkfifo -m 600 ${fifo} && { cat ${fifo}; rm -f ${fifo}; }`);
+  return shell(`mkfifo -m 600 ${fifo} && exec cat ${fifo}`);
 }
 
-/** Removes a fifo left by a session that ended before both its ends were open. */
+/**
+ * Removes a fifo the command never opened (it ended, or was ended, first): opened read-write first,
+ * which lets a reader waiting for a writer go on to its end of file, then unlinked.
+ */
 export function removeFifoCommand(stderrFifo: string): string[] {
-  return shell(`rm -f ${shellQuote(stderrFifo)}`);
+  const fifo = shellQuote(stderrFifo);
+  return shell(`if [ -p ${fifo} ]; then exec 3<>${fifo}; rm -f ${fifo}; fi`);
 }

@@ -1,4 +1,4 @@
-export { HealthRegistry, type HealthChange, type HealthHistory, type HealthListener, type HealthRegistryOptions, type HealthStart, type HealthStatus } from './registry.js';
+export { HealthRegistry, type HealthChange, type HealthHistory, type HealthListener, type HealthRegistryOptions, type HealthStart, type HealthStatus, type CheckUpdateOptions, CHECK_LOOKUP_INTERVAL_MS } from './registry.js';
 export type { AllocationHealthSnapshot } from './machineStepper.js';
 export type { AllocationActorRef, InspectionObserver } from './inspection.js';
 export { allocationView, type AllocationViewResult, type ObservedAllocationView } from './allocationView.js';

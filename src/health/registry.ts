@@ -76,6 +76,19 @@ export interface HealthStart {
   readonly watchingSince?: number | undefined;
 }
 
+/**
+ * tracker.go consulCheckLookupInterval: Nomad's client looks at an allocation's Consul checks every
+ * 500 ms from when it began watching it, so a check counts from the first look that sees it.
+ */
+export const CHECK_LOOKUP_INTERVAL_MS = 500;
+
+export interface CheckUpdateOptions {
+  /** The checks are a state Nomad's client samples every CHECK_LOOKUP_INTERVAL_MS (Consul's): see updateChecks. */
+  readonly sampled?: boolean;
+  /** Clock time they were seen (the answer's arrival), when before now: a live run and its replay then agree. */
+  readonly seenAt?: number;
+}
+
 /** Something to feed at a time not yet known to be past: checks seen then, or a pending stop. */
 interface Queued {
   readonly at: number;
@@ -175,13 +188,20 @@ export class HealthRegistry {
     return this.feed(allocationId, entry, history);
   }
 
-  /** Feeds the allocation's registered checks, as seen now; returns false when unknown or unchanged. */
-  updateChecks(allocationId: string, checks: readonly CheckView[]): boolean {
+  /**
+   * Feeds the allocation's registered checks, as seen now; returns false when unknown or unchanged.
+   * `sampled`: they are a state Nomad's client looks at only every CHECK_LOOKUP_INTERVAL_MS from when
+   * it began watching (Consul's checks): they count from its next look, and a later state before that
+   * look replaces them, as the look would not have seen them.
+   */
+  updateChecks(allocationId: string, checks: readonly CheckView[], options: CheckUpdateOptions = {}): boolean {
     const entry = this.entries.get(allocationId);
     if (entry === undefined) return false;
+    const at = this.checksAt(entry, options);
+    const replaced = this.unqueueChecksAt(entry, at);
     const latest = entry.queue?.findLast((item) => item.checks !== undefined)?.checks ?? entry.context.checks;
-    if (checkViewsProblem(checks) === null && sameChecks(latest, checks)) return false;
-    this.enqueue(entry, { at: Math.max(this.clock.now(), entry.context.now), checks });
+    if (checkViewsProblem(checks) !== null || !sameChecks(latest, checks)) this.enqueue(entry, { at, checks });
+    else if (!replaced) return false;
     this.advance(allocationId, entry);
     return true;
   }
@@ -303,6 +323,23 @@ export class HealthRegistry {
     const queued = entry.queue?.[0]?.at;
     if (wake === null) return queued ?? null;
     return queued === undefined ? wake : Math.min(wake, queued);
+  }
+
+  /** When checks count: when seen, or Nomad's next look at them (from when it began watching). */
+  private checksAt(entry: Entry, { sampled, seenAt }: CheckUpdateOptions): number {
+    const at = Math.max(Math.min(seenAt ?? Number.POSITIVE_INFINITY, this.clock.now()), entry.context.now);
+    const since = entry.context.watchingSince;
+    if (sampled !== true || since === null) return at;
+    const looks = Math.max(1, Math.ceil((at - since) / CHECK_LOOKUP_INTERVAL_MS));
+    return since + looks * CHECK_LOOKUP_INTERVAL_MS;
+  }
+
+  /** Removes checks queued to count at `at` (a later state seen before then replaces them); whether there were any. */
+  private unqueueChecksAt(entry: Entry, at: number): boolean {
+    const index = entry.queue?.findIndex((item) => item.checks !== undefined && item.at === at) ?? -1;
+    if (index < 0) return false;
+    (entry.queue as Queued[]).splice(index, 1);
+    return true;
   }
 
   private enqueue(entry: Entry, item: Queued): void {

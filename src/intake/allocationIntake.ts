@@ -389,7 +389,7 @@ export class AllocationIntake {
       }
       // The checks as known now: they count from now, not from the history's start.
       if (opening && checksRequired(admitted.policy) && registry.has(id)) {
-        registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group));
+        registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group), { sampled: checks.sampled(admitted.group) });
       }
     } catch (error) {
       this.forget(id);

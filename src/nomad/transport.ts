@@ -37,6 +37,8 @@ export interface RequestWithBody extends RequestOptions {
 export interface NomadResponse<T> {
   body: T;
   meta: QueryMeta;
+  /** Clock time the whole body had arrived, before it was decoded (the time a recording gives it). */
+  receivedAt?: number;
 }
 
 /** An open streaming response (the event stream): body chunks, already gunzipped. */
@@ -180,7 +182,9 @@ export class NomadTransport {
     try {
       const response = await this.send(method, target, deadline, this.gzip, options.body);
       if (response.statusCode !== 200) throw await this.httpError(response, method, target);
-      return { body: parseNomadJson(await response.text()) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix) };
+      const text = await response.text();
+      const receivedAt = this.clock.now();
+      return { body: parseNomadJson(text) as T, meta: queryMetaFrom(response.headers, this.metaHeaderPrefix), receivedAt };
     } catch (error) {
       throw this.describe(error, method, target, deadline, options.timeoutMs ?? this.timeoutMs);
     } finally {

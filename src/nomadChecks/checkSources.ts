@@ -26,6 +26,14 @@ export class ServiceCheckSources {
     return this.consul?.follow(allocationId, group) ?? [];
   }
 
+  /**
+   * Whether this group's checks are a state Nomad's client samples on its own 500 ms looks
+   * (Consul's: see HealthRegistry.updateChecks) rather than results Warden polls itself.
+   */
+  sampled(group: Pick<TaskGroup, 'Services' | 'Tasks'>): boolean {
+    return !hasNomadProviderChecks(group);
+  }
+
   forget(allocationId: string): void {
     this.nomad.forget(allocationId);
     this.consul?.forget(allocationId);

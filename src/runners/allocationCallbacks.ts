@@ -1,6 +1,7 @@
 import type { Clock } from '../clock/index.js';
 import { nanoTimeToMs } from '../health/nomadTime.js';
 import type { Allocation } from '../nomad/types.js';
+import { failureMessage } from './taskTrouble.js';
 
 /**
  * The allocation callbacks a runner manager (a code-execution service keeping a pool of runner
@@ -10,8 +11,8 @@ import type { Allocation } from '../nomad/types.js';
  *   desired status is run, with the time since it was seen pending;
  * - `onDeleted(alloc)` once, when a running allocation's desired status becomes stop (or evict),
  *   or when it ends (complete, lost) without a failure;
- * - `onFailed(alloc, message)` once for a failed allocation, with the display message of the task
- *   event that failed it;
+ * - `onFailed(alloc, message)` once for a failed allocation, with what failed it in Nomad's words
+ *   (taskTrouble.ts failureMessage);
  * - updates whose ModifyTime is older than the subscription's start are ignored: Nomad replays a
  *   buffered batch on subscribe, and it says nothing new.
  * Only allocations first seen pending with desired run are followed (as Poseidon does); repeated
@@ -34,20 +35,6 @@ interface Followed {
   desiredStatus: string | undefined;
   pendingSince: number;
   announced: boolean;
-}
-
-/** The display message of the task event that failed the allocation, in Nomad's words. */
-export function failureMessage(alloc: Allocation): string {
-  const tasks = Object.entries(alloc.TaskStates ?? {}).sort(([a], [b]) => a.localeCompare(b));
-  for (const [task, state] of tasks) {
-    const failing = state.Events?.find((event) => event.FailsTask);
-    if (failing) return `${task}: ${failing.DisplayMessage || failing.Message || failing.Type}`;
-  }
-  for (const [task, state] of tasks) {
-    const last = state.Failed ? state.Events?.at(-1) : undefined;
-    if (last) return `${task}: ${last.DisplayMessage || last.Message || last.Type}`;
-  }
-  return alloc.ClientDescription || 'allocation failed';
 }
 
 export class RunnerAllocationTracker {

@@ -27,8 +27,12 @@ export class NoIdleRunnerError extends RunnerPoolError {
   override name = 'NoIdleRunnerError';
   override readonly code = 'WARDEN_NO_IDLE_RUNNER';
 
-  constructor(readonly environmentId: number) {
-    super(`no runners available for execution environment ${environmentId}`);
+  constructor(
+    readonly environmentId: number,
+    /** Why the pool is empty, in Nomad's words, when something is wrong (runners that cannot be placed or started). */
+    readonly reason?: string,
+  ) {
+    super(`no runners available for execution environment ${environmentId}${reason === undefined ? '' : `: ${reason}`}`);
   }
 }
 

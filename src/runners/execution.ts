@@ -68,9 +68,18 @@ export interface ExecutionSettings {
   unprivilegedProblem: string | undefined;
   /** Time between SIGQUIT and ending the session of a command past its time limit (Poseidon: 3 s). */
   graceMs: number;
+  /** Where the stderr fifo under a terminal is made (default /tmp). */
+  fifoDirectory?: string;
 }
 
 export const RUNNER_TASK_NAME = 'default-task';
+
+/**
+ * Exit codes an OOM kill leaves an exec'd command with (Poseidon's handleExit waits on 128; a SIGKILL
+ * gives 137), and how long the runner's own end, naming the OOM kill, may take to follow.
+ */
+const LIKELY_OOM_EXITS: ReadonlySet<number> = new Set([128, 137]);
+const OOM_CONFIRMATION_MS = 1_000;
 
 /** Ctrl-\ : the terminal turns it into SIGQUIT for the foreground process. */
 const SIGQUIT_CHARACTER = Buffer.from([0x1c]);
@@ -111,12 +120,14 @@ export function startExecution(start: StartExecution): RunningExecution {
   const stop = new AbortController();
   const tty = options.tty === true;
   const session = runCommand(start.target, start.allocId, {
+    clock,
     task: RUNNER_TASK_NAME,
     command: argv,
     tty,
     separateStderr: tty,
     privileged: options.privileged === true,
     setuser: settings.setuser,
+    ...(settings.fifoDirectory === undefined ? {} : { fifoDirectory: settings.fifoDirectory }),
     ...(settings.workingDirectory === undefined ? {} : { workingDirectory: settings.workingDirectory }),
     ...(settings.keptEnvironment === undefined ? {} : { keptEnvironment: settings.keptEnvironment }),
     ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
@@ -139,7 +150,11 @@ export function startExecution(start: StartExecution): RunningExecution {
     for (const timer of timers.splice(0)) clock.clearTimeout(timer);
   };
   session.exitCode.then(
-    (exitCode) => settle({ status: 'exited', exitCode }),
+    (exitCode) => {
+      // An OOM kill ends the command before Nomad reports why: the runner's stop, if it follows, says so instead.
+      if (LIKELY_OOM_EXITS.has(exitCode)) clock.setTimeout(() => settle({ status: 'exited', exitCode }), OOM_CONFIRMATION_MS);
+      else settle({ status: 'exited', exitCode });
+    },
     (error: unknown) => settle({ status: 'failed', error: error instanceof Error ? error : new RunnerPoolError(errorMessage(error)) }),
   ).finally(() => {
     exited = true;

@@ -15,9 +15,9 @@
 import { randomUUID } from 'node:crypto';
 import { Subject, type Observable } from 'rxjs';
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
-import { environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
+import { backoffMs, environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
 import type { RunnerInput, StopReason } from '../../machines/runnerTypes.js';
-import type { Allocation } from '../nomad/types.js';
+import type { Allocation, Job } from '../nomad/types.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { errorMessage } from '../errorMessage.js';
 import { driverProfile, POSEIDON_SETUSER } from './drivers.js';
@@ -25,10 +25,16 @@ import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, RunnerStoppedErr
 import type { ExecutionSettings, RunningExecution } from './execution.js';
 import { JobWrites } from './jobWrites.js';
 import { PoolWrites } from './poolWrites.js';
-import { checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateKey, type EnvironmentSpec, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
+import {
+  checkEnvironmentSpec, environmentOfRunner, runnerJobId, runnerTemplateKey, specOfJob, templateJob, type EnvironmentSpec, type JobBuildOptions, type ResolvedEnvironmentSpec,
+  type RunnerNetwork,
+} from './poseidonFormat.js';
 import { readClusterPools } from './recovery.js';
 import { EvaluationFollowers } from './evaluationFollowers.js';
 import { RunnerActorMap } from './runnerActors.js';
+import { SerialQueues } from './serialQueues.js';
+import { StrayRunners } from './strayRunners.js';
+import { oneLine } from './taskTrouble.js';
 import { runnerAllocation } from './runnerAllocation.js';
 import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
 import { UnprivilegedChecks, type CheckedRunner, type UnprivilegedCheck } from './unprivilegedCheck.js';
@@ -48,13 +54,43 @@ export interface RunnerPoolsOptions {
    * the task's directory (`$NOMAD_TASK_DIR`) for exec and raw_exec.
    */
   workingDirectory?: (spec: ResolvedEnvironmentSpec) => string | undefined;
+  /** Where the stderr fifo of an execution under a terminal is made, in the runner (default /tmp, as Poseidon). */
+  fifoDirectory?: string;
   /** Seconds between a timed-out command's SIGQUIT and the end of its session (default 3, Poseidon's). */
   executionGraceS?: number;
   /** Back-off of an environment whose runners fail to be placed or to start (defaults 1 s doubling to 60 s). */
   backoff?: { initialMs?: number; maxMs?: number };
   /** Runner job IDs (default `<environment>-<random uuid>`). */
   newRunnerId?: (environmentId: number) => string;
+  /**
+   * A template job of your own (Poseidon's server.templatejobfile, parsed): what an environment sets
+   * is laid over it, the rest (constraints, policies, other groups) kept. Its datacenters are the
+   * default of environments that name none. A function (parsing it by Nomad) is called as the pools
+   * are recovered, and retried with the recovery until it resolves.
+   */
+  templateJob?: Job | (() => Promise<Job>);
+  /** The network of runners with network access (Poseidon's nomad.network): mode and DNS. */
+  network?: RunnerNetwork;
+  /**
+   * Never pull images again (Poseidon's nomad.disableforcepull). Otherwise the template and the
+   * runners a PUT starts pull theirs (force_pull), so a re-PUT brings a new `:latest` image.
+   */
+  disableForcePull?: boolean;
 }
+
+/** What a fetch of the cluster's environments changed (Poseidon's `fetch`). */
+export interface FetchedEnvironments {
+  /** Environments someone else put on the cluster, now served. */
+  adopted: number[];
+  /** Environments whose template job someone else changed: taken as it is now. */
+  refreshed: number[];
+  /** Environments whose template job is gone from the cluster: their runners purged, no longer served. */
+  removed: number[];
+}
+
+/** The first wait after a failed recovery, doubling up to the most. */
+const RECOVERY_RETRY_MS = 1_000;
+const RECOVERY_RETRY_MAX_MS = 30_000;
 
 export type EnvironmentState = 'registering' | 'active' | 'updating' | 'deleting' | 'deleted' | 'failed';
 
@@ -76,6 +112,12 @@ export interface EnvironmentSummary {
   backingOff: boolean;
   failures: number;
   lastError: string | null;
+  /**
+   * Why the pool has fewer idle runners than its size, in Nomad's words, when something is wrong:
+   * the latest runner that could not be placed or started (while the environment backs off), or
+   * the trouble of one that does not start (a driver failure, its task restarting). Null otherwise.
+   */
+  failure: string | null;
   /** Pending to running, of the latest runner that became idle (Poseidon's startup duration). */
   lastStartupMs: number | null;
   /** Whether unprivileged executions work in its runners (checked on the first runner of each template). */
@@ -97,7 +139,13 @@ export interface RunnerStartup {
 }
 
 export interface PoolProblem {
-  kind: 'orphan-runner' | 'recovery-failed' | 'template-placement' | 'environment-failed' | 'unprivileged-unavailable';
+  /**
+   * orphan-runner: a runner job of no environment; unknown-runner: one of a known environment that
+   * is not Warden's (both left alone); recreated-runner: one a write re-created after its purge (purged);
+   * runner-failed: a runner could not be placed or started (Nomad's reason; the environment backs off);
+   * unprivileged-unavailable: the unprivileged wrapper does not work in an environment's runners.
+   */
+  kind: 'orphan-runner' | 'unknown-runner' | 'recreated-runner' | 'runner-failed' | 'recovery-failed' | 'template-placement' | 'environment-failed' | 'unprivileged-unavailable';
   message: string;
   environmentId?: number;
   jobId?: string;
@@ -113,7 +161,10 @@ function environmentState(snapshot: ReturnType<EnvironmentActor['getSnapshot']>)
 }
 
 export class RunnerPools {
-  /** Resolves once the cluster's environments and runners are recovered (rejects never: failures are problems). */
+  /**
+   * Resolves once the cluster's environments and runners are recovered, which is retried until Nomad
+   * answers (each failure a `recovery-failed` problem), or once the pools stop. Rejects never.
+   */
   readonly ready: Promise<void>;
   /** An environment (or one of its runners) changed: its ID. */
   readonly changes$: Observable<number>;
@@ -136,16 +187,25 @@ export class RunnerPools {
   private readonly environmentActors = new Map<number, EnvironmentActor>();
   private readonly runnerActors: RunnerActorMap;
   private readonly evaluations: EvaluationFollowers;
+  private readonly strays: StrayRunners;
   private readonly running = new Map<string, Map<string, RunningExecution>>();
   /** Environment writes in order, one at a time per environment. */
-  private readonly queues = new Map<number, Promise<unknown>>();
+  private readonly queues = new SerialQueues<number>();
   /** Allocation updates of runners without an actor yet, kept while recovering. */
   private readonly early = new Map<string, Allocation>();
+  /** Runner jobs registered while the cluster was read: looked at once it is read. */
+  private readonly earlyJobs = new Map<string, Job>();
   private readonly host: RunnerHost;
   private readonly unfollow: () => void;
   /** Cluster reads in progress (the recovery, fetches): allocation updates of runners not known yet are kept meanwhile. */
   private reading = 1;
   private stopped = false;
+  private isRecovered = false;
+  /** The custom template job, once read. */
+  private baseTemplate: Job | undefined;
+  private recoveryFailure: string | undefined;
+  /** Ends the wait between two recovery attempts (the pools stopped). */
+  private wake: (() => void) | undefined;
   private claimSeq = 0;
   private updateSeq = 0;
 
@@ -173,8 +233,16 @@ export class RunnerPools {
     this.writes = new JobWrites(supervisor.nomad, (evalId) => this.evaluations.follow(evalId));
     this.runnerActors = new RunnerActorMap({ clock: supervisor.clock, ...inspect });
     this.poolWrites = new PoolWrites(this.writes, {
+      jobs: () => this.jobOptions(),
       report: (message) => this.report({ kind: 'template-placement', message }),
       endExecutions: (runnerId, reason) => this.endExecutions(runnerId, reason),
+    });
+    this.strays = new StrayRunners({
+      writes: this.writes,
+      poolWrites: this.poolWrites,
+      known: (jobId) => this.runnerActors.get(jobId) !== undefined,
+      environmentKnown: (id) => this.environmentActors.has(id),
+      report: (problem) => this.report(problem),
     });
     this.host = {
       clock: supervisor.clock,
@@ -186,14 +254,26 @@ export class RunnerPools {
     };
     const unfollowAllocations = supervisor.followAllocations({ handle: (allocation) => this.route(allocation) });
     const unfollowEvaluations = supervisor.followEvaluations({ handle: (evaluation) => this.evaluations.update(evaluation) });
+    const unfollowJobs = supervisor.followJobs({ handle: (job, deleted) => this.onJob(job, deleted) });
     const connection = supervisor.connection$.subscribe((state) => this.evaluations.streaming(state === 'streaming'));
     this.unfollow = () => {
       unfollowAllocations();
       unfollowEvaluations();
+      unfollowJobs();
       connection.unsubscribe();
     };
     supervisor.actor.subscribe({ complete: () => this.shutDown() });
     this.ready = this.recover();
+  }
+
+  /** Whether the cluster's environments and runners have been read (ready has resolved). */
+  get recovered(): boolean {
+    return this.isRecovered;
+  }
+
+  /** Why the latest attempt to read the cluster failed, while the pools are not recovered yet and try again. */
+  get recoveryError(): string | undefined {
+    return this.recoveryFailure;
   }
 
   /** Every environment, with its runners. */
@@ -231,9 +311,20 @@ export class RunnerPools {
       backingOff: snapshot.status === 'active' && snapshot.matches({ live: { pool: 'backingOff' } }),
       failures: context.failures,
       lastError: context.lastError ?? null,
+      failure: this.failureOf(context),
       lastStartupMs: context.lastStartupMs ?? null,
       unprivileged: this.checks.state(id),
     };
+  }
+
+  private failureOf(context: EnvironmentContext): string | null {
+    if (context.idle.length >= context.spec.prewarmingPoolSize) return null;
+    if (context.failures > 0 && context.lastError !== undefined) return oneLine(context.lastError);
+    for (const runnerId of context.provisioning) {
+      const trouble = this.runnerActor(runnerId)?.getSnapshot().context.allocation?.trouble;
+      if (trouble !== undefined) return `runner ${runnerId} does not start: ${trouble}`;
+    }
+    return null;
   }
 
   /** Poseidon's statistics: pool size, idle and used runners per environment. */
@@ -250,7 +341,8 @@ export class RunnerPools {
    * NomadError, or PlacementFailedError (the template could not be placed: nothing is left of it).
    */
   async putEnvironment(spec: EnvironmentSpec): Promise<{ created: boolean }> {
-    const resolved = checkEnvironmentSpec(spec);
+    const base = this.baseTemplate?.Datacenters;
+    const resolved = checkEnvironmentSpec(spec.datacenters === undefined && base != null && base.length > 0 ? { ...spec, datacenters: base } : spec);
     await this.ready;
     return this.queued(resolved.id, async () => {
       this.checkRunning('the environment was written');
@@ -293,7 +385,7 @@ export class RunnerPools {
     actor.send({ type: 'CLAIM', claimId, timeoutMs: timeoutS * 1000, at: this.supervisor.clock.now() });
     const answer = actor.getSnapshot().context.claim;
     if (answer?.claimId !== claimId) throw new RunnerPoolError('the pool could not answer the claim: claim() was called while the pool was handling an event');
-    if (answer.runnerId === undefined) throw new NoIdleRunnerError(environmentId);
+    if (answer.runnerId === undefined) throw new NoIdleRunnerError(environmentId, this.environmentSummary(environmentId)?.failure ?? undefined);
     return new Runner(this.host, answer.runnerId, environmentId);
   }
 
@@ -313,28 +405,42 @@ export class RunnerPools {
 
   /**
    * Reads the cluster's environments again (Poseidon's `fetch`): environments whose template job
-   * someone else wrote since these pools started (another Warden, a Poseidon, `nomad job run`) are
-   * adopted with their runners, as a restart would recover them. Known environments stay as they
-   * are. Resolves with the IDs adopted; rejects with the NomadError that stopped the reading.
+   * someone else wrote since (another Warden, a Poseidon, `nomad job run`) are adopted with their
+   * runners, as a restart would recover them; known ones whose template someone else changed take
+   * it as it is (idle runners of another template replaced); known ones whose template is gone are
+   * removed, their runners purged. Environments being written right now are left to that write.
+   * Rejects with the NomadError that stopped the reading.
    */
-  async fetchEnvironments(): Promise<number[]> {
+  async fetchEnvironments(): Promise<FetchedEnvironments> {
     await this.ready;
     this.checkRunning('the environments were fetched');
     this.reading += 1;
-    const adopted: number[] = [];
+    const fetched: FetchedEnvironments = { adopted: [], refreshed: [], removed: [] };
     try {
       const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+      this.checkRunning('the environments were fetched');
+      const onCluster = new Set(found.environments.map((environment) => environment.spec.id));
       for (const environment of found.environments) {
         const { id } = environment.spec;
-        if (this.environmentActors.has(id) || this.queues.has(id)) continue;
-        this.checkRunning('the environments were fetched');
-        this.spawnEnvironment(environment.spec, false, environment.runners);
-        adopted.push(id);
+        if (this.queues.busy(id)) continue;
+        const actor = this.environmentActors.get(id);
+        if (actor === undefined) {
+          this.spawnEnvironment(environment.spec, false, environment.runners);
+          fetched.adopted.push(id);
+        } else if (environmentState(actor.getSnapshot()) === 'active' && this.refresh(actor, environment.spec)) {
+          fetched.refreshed.push(id);
+        }
       }
+      for (const [id, actor] of this.environmentActors) {
+        if (onCluster.has(id) || this.queues.busy(id) || environmentState(actor.getSnapshot()) !== 'active') continue;
+        actor.send({ type: 'FORGET' });
+        fetched.removed.push(id);
+      }
+      void this.strays.purgeRecreated(found.recreated);
     } finally {
       this.doneReading();
     }
-    return adopted;
+    return fetched;
   }
 
   /** Stops following the supervisor: the runners' actors stop where they are, executions end (the supervisor's stop does this too). */
@@ -359,9 +465,27 @@ export class RunnerPools {
     }
   }
 
+  /** Takes a template job someone else changed; false when it says what the environment says already. */
+  private refresh(actor: EnvironmentActor, found: ResolvedEnvironmentSpec): boolean {
+    const { spec, templateKey } = actor.getSnapshot().context;
+    // What this environment's own template reads back as (a custom template adds what it sets).
+    const own = specOfJob(templateJob(spec, this.jobOptions()), spec.id);
+    const sameRunners = runnerTemplateKey(found) === runnerTemplateKey(own);
+    if (sameRunners && found.prewarmingPoolSize === spec.prewarmingPoolSize) return false;
+    actor.send({ type: 'REFRESH', spec: sameRunners ? { ...spec, prewarmingPoolSize: found.prewarmingPoolSize } : found, templateKey: sameRunners ? templateKey : runnerTemplateKey(found) });
+    return true;
+  }
+
+  private jobOptions(): JobBuildOptions {
+    const { network, disableForcePull } = this.options;
+    const base = this.baseTemplate;
+    return { ...(base === undefined ? {} : { base }), ...(network === undefined ? {} : { network }), ...(disableForcePull === undefined ? {} : { disableForcePull }) };
+  }
+
   private async update(actor: EnvironmentActor, spec: ResolvedEnvironmentSpec): Promise<Record<string, never>> {
     const requestId = ++this.updateSeq;
-    actor.send({ type: 'UPDATE', requestId, spec, templateKey: runnerTemplateKey(spec) });
+    // A PUT pulls the image again (CodeOcean saves its environments to get a new `:latest`), unless pulls are off.
+    actor.send({ type: 'UPDATE', requestId, spec, templateKey: runnerTemplateKey(spec), pull: this.options.disableForcePull !== true });
     await this.until(actor, (snapshot) => snapshot.context.update?.requestId === requestId);
     const error = actor.getSnapshot().context.update?.error;
     if (error !== undefined) throw new RunnerPoolError(`environment ${spec.id}: ${error}`);
@@ -387,8 +511,14 @@ export class RunnerPools {
     const actor = this.supervisor.actor.system.get(environmentActorId(spec.id)) as EnvironmentActor;
     this.environmentActors.set(spec.id, actor);
     let started = actor.getSnapshot().context.started;
+    let failures = actor.getSnapshot().context.failures;
     actor.subscribe({
       next: ({ context }) => {
+        // Each runner that failed to be placed or to start is said, with Nomad's reason and the back-off.
+        if (context.failures > failures && context.lastError !== undefined) {
+          this.report({ kind: 'runner-failed', environmentId: spec.id, message: `environment ${spec.id}: ${oneLine(context.lastError)}; trying again in ${backoffMs(context) / 1000} s` });
+        }
+        failures = context.failures;
         // One RUNNER.IDLE a step: each startup is seen once.
         if (context.started > started && context.lastStartupMs !== undefined) this.startupSubject.next({ environmentId: spec.id, startupMs: context.lastStartupMs });
         started = context.started;
@@ -433,28 +563,56 @@ export class RunnerPools {
   }
 
   private queued<T>(id: number, work: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(id) ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(work);
-    this.queues.set(id, next);
-    void next.finally(() => {
-      if (this.queues.get(id) === next) this.queues.delete(id);
-    }).catch(() => undefined);
-    return next;
+    return this.queues.run(id, work);
   }
 
+  /**
+   * Reads the cluster's pools, again and again until Nomad answers (as Poseidon's
+   * KeepEnvironmentsSynced retries its load): each failure is reported with the wait before the
+   * next attempt, 1 s doubling to 30 s on the clock.
+   */
   private async recover(): Promise<void> {
     try {
-      const found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+      let found: Awaited<ReturnType<typeof readClusterPools>> | undefined;
+      for (let attempt = 1; found === undefined; attempt++) {
+        try {
+          const { templateJob: base } = this.options;
+          if (this.baseTemplate === undefined && base !== undefined) this.baseTemplate = typeof base === 'function' ? await base() : base;
+          found = await readClusterPools(this.supervisor.nomad, this.writes, () => this.supervisor.clock.now());
+        } catch (error) {
+          if (this.stopped) return;
+          const waitMs = Math.min(RECOVERY_RETRY_MAX_MS, RECOVERY_RETRY_MS * 2 ** (attempt - 1));
+          this.recoveryFailure = errorMessage(error);
+          this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${this.recoveryFailure}; retrying in ${waitMs / 1000} s (attempt ${attempt})` });
+          await this.pause(waitMs);
+          if (this.stopped) return;
+        }
+      }
+      this.recoveryFailure = undefined;
+      this.isRecovered = true;
       if (this.stopped) return;
       for (const orphan of found.orphans) {
         this.report({ kind: 'orphan-runner', jobId: orphan, message: `runner job ${orphan} belongs to no environment on the cluster; left alone` });
       }
       for (const environment of found.environments) this.spawnEnvironment(environment.spec, false, environment.runners);
-    } catch (error) {
-      this.report({ kind: 'recovery-failed', message: `the runner pools could not be read from the cluster: ${errorMessage(error)}` });
+      void this.strays.purgeRecreated(found.recreated);
     } finally {
       this.doneReading();
     }
+  }
+
+  /** Waits on the clock; cut short when the pools stop. */
+  private pause(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = this.supervisor.clock.setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        this.supervisor.clock.clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   private doneReading(): void {
@@ -464,6 +622,17 @@ export class RunnerPools {
     const early = [...this.early.values()];
     this.early.clear();
     for (const allocation of early) this.route(allocation);
+    const jobs = [...this.earlyJobs.values()];
+    this.earlyJobs.clear();
+    for (const job of jobs) this.onJob(job, false);
+  }
+
+  /** A runner job registered that no runner of the pools stands for: see StrayRunners. */
+  private onJob(job: Job, deleted: boolean): void {
+    const namespace = this.supervisor.nomad.config.namespace ?? 'default';
+    if (deleted || this.stopped || (job.Namespace || 'default') !== namespace || environmentOfRunner(job.ID) === undefined) return;
+    if (this.reading > 0) this.earlyJobs.set(job.ID, job);
+    else void this.strays.examine(job);
   }
 
   /** A runner's allocation update goes to its actor (kept for later while recovering). */
@@ -522,6 +691,7 @@ export class RunnerPools {
       hostFilesystem: profile?.hostFilesystem ?? false,
       unprivilegedProblem: this.checks.problem(environmentId),
       graceMs: (this.options.executionGraceS ?? 3) * 1000,
+      ...(this.options.fifoDirectory === undefined ? {} : { fifoDirectory: this.options.fifoDirectory }),
     };
   }
 
@@ -536,6 +706,7 @@ export class RunnerPools {
   private shutDown(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.wake?.();
     this.unfollow();
     // The environments stopped with the supervisor; their runners and writes' evaluations stop with them, as they are.
     this.runnerActors.stopAll();

@@ -125,41 +125,31 @@ export function checkEnvironmentSpec(spec: EnvironmentSpec): ResolvedEnvironment
 /** Task config keys the runner sets itself (the command that keeps it alive, the image, its network). */
 const RESERVED_CONFIG: readonly string[] = ['command', 'args', 'image', 'force_pull', 'network_mode'];
 
-function runnerTask(spec: ResolvedEnvironmentSpec, forcePull: boolean): Task {
-  const config: Record<string, unknown> = { command: 'sleep', args: ['infinity'] };
-  if (spec.driver === 'docker') {
-    Object.assign(config, { image: spec.image, force_pull: forcePull });
-    // Poseidon: without network access the container gets none; with it, Nomad's bridge network.
-    config.network_mode = spec.networkAccess ? '' : 'none';
-  }
-  Object.assign(config, spec.driverConfig);
-  // exec runs a task as nobody unless it names its user: privileged executions need root (see drivers.ts).
-  const user = driverProfile(spec.driver).taskUser;
-  return {
-    Name: RUNNER_TASK,
-    Driver: spec.driver,
-    ...(user === undefined ? {} : { User: user }),
-    // The runner is `sleep infinity`: nothing to wait for when it is stopped.
-    KillTimeout: 0,
-    KillSignal: 'SIGKILL',
-    Config: config,
-    LogConfig: { MaxFiles: 1, MaxFileSizeMB: 1 },
-    Resources: { CPU: spec.cpuLimit, MemoryMB: DEFAULT_MEMORY_MB, ...(spec.memoryLimit > 0 ? { MemoryMaxMB: spec.memoryLimit } : {}) },
-  };
+/**
+ * How template and runner jobs are built beyond what an environment says: Poseidon's
+ * `server.templatejobfile`, `nomad.network` and `nomad.disableforcepull`.
+ */
+export interface JobBuildOptions {
+  /**
+   * A template job of the operator's own (Poseidon's template job file): its groups, tasks and
+   * policies are kept, and what an environment sets (ID, image, limits, network, pool size, the
+   * runner's command) is laid over them as Poseidon lays it over its default template.
+   */
+  base?: Job;
+  /** The network of runners with network access (Poseidon's nomad.network). Default: Nomad's bridge for docker, the host's for exec and raw_exec. */
+  network?: RunnerNetwork;
+  /** Never pull an image again (Poseidon's nomad.disableforcepull): `force_pull` is false on every job. */
+  disableForcePull?: boolean;
 }
 
-function runnerNetworks(spec: ResolvedEnvironmentSpec): NetworkResource[] {
-  if (!spec.networkAccess) return [];
-  return [{
-    // Docker maps each exposed port from a dynamic host port; a host driver listens on the host port itself.
-    Mode: spec.driver === 'docker' ? 'bridge' : 'host',
-    DynamicPorts: spec.exposedPorts.map((port) => ({ Label: String(port), To: port })),
-  }];
+/** Poseidon's nomad.network: the mode (`bridge`, `cni/secure-bridge`, …) and the DNS its runners get. */
+export interface RunnerNetwork {
+  mode?: string;
+  dns?: { servers?: readonly string[]; searches?: readonly string[]; options?: readonly string[] };
 }
 
-/** The template job of an environment, as Poseidon's default template job HCL builds it. */
-export function templateJob(spec: ResolvedEnvironmentSpec): Job {
-  const id = templateJobId(spec.id);
+/** Poseidon's default template job (internal/environment/template-environment-job.hcl), for the spec's driver. */
+function defaultTemplate(spec: ResolvedEnvironmentSpec): Job {
   const runnerGroup: TaskGroup = {
     Name: RUNNER_GROUP,
     Count: 1,
@@ -168,8 +158,16 @@ export function templateJob(spec: ResolvedEnvironmentSpec): Job {
     Spreads: [{ Attribute: '${node.unique.name}', Weight: 100 }],
     RestartPolicy: { Attempts: 3, Delay: 15 * SECOND, Interval: HOUR, Mode: 'fail' },
     ReschedulePolicy: { Unlimited: false, Attempts: 3, Interval: 6 * HOUR, Delay: MINUTE, MaxDelay: 4 * MINUTE, DelayFunction: 'exponential' },
-    Networks: runnerNetworks(spec),
-    Tasks: [runnerTask(spec, true)],
+    Tasks: [{
+      Name: RUNNER_TASK,
+      Driver: spec.driver,
+      // The runner is `sleep infinity`: nothing to wait for when it is stopped.
+      KillTimeout: 0,
+      KillSignal: 'SIGKILL',
+      Config: {},
+      LogConfig: { MaxFiles: 1, MaxFileSizeMB: 1 },
+      Resources: { CPU: DEFAULT_CPU, MemoryMB: DEFAULT_MEMORY_MB },
+    }],
   };
   const configGroup: TaskGroup = {
     Name: CONFIG_GROUP,
@@ -182,18 +180,82 @@ export function templateJob(spec: ResolvedEnvironmentSpec): Job {
       LogConfig: { MaxFiles: 1, MaxFileSizeMB: 1 },
       Resources: { CPU: 1, MemoryMB: 10 },
     }],
-    Meta: { [META_USED]: 'false', [META_POOL_SIZE]: String(spec.prewarmingPoolSize) },
+    Meta: { [META_USED]: 'false' },
   };
-  return { ID: id, Name: id, Type: 'batch', Datacenters: [...spec.datacenters], TaskGroups: [runnerGroup, configGroup] };
+  return { ID: templateJobId(spec.id), Type: 'batch', TaskGroups: [runnerGroup, configGroup] };
 }
 
-/** A runner job: the template under the runner's ID, `used = false`, the image not pulled again. */
-export function runnerJob(spec: ResolvedEnvironmentSpec, runnerId: string): Job {
-  const template = templateJob(spec);
-  const groups = (template.TaskGroups ?? []).map((group) => {
-    if (group.Name === RUNNER_GROUP) return { ...group, Tasks: [runnerTask(spec, false)] };
-    return { ...group, Meta: { [META_USED]: 'false' } };
-  });
+function runnerNetworks(spec: ResolvedEnvironmentSpec, network: RunnerNetwork | undefined): NetworkResource[] {
+  if (!spec.networkAccess) return [];
+  const dns = network?.dns;
+  return [{
+    // Docker maps each exposed port from a dynamic host port; a host driver listens on the host port itself.
+    Mode: network?.mode ?? (spec.driver === 'docker' ? 'bridge' : 'host'),
+    ...(dns === undefined ? {} : { DNS: { Servers: [...(dns.servers ?? [])], Searches: [...(dns.searches ?? [])], Options: [...(dns.options ?? [])] } }),
+    DynamicPorts: spec.exposedPorts.map((port) => ({ Label: String(port), To: port })),
+  }];
+}
+
+/** The group named so, added (as Poseidon's FindAndValidate… functions add it) when the job has none. */
+function ensureGroup(groups: TaskGroup[], name: string, count: number): TaskGroup {
+  const found = groups.find((candidate) => candidate.Name === name);
+  if (found !== undefined) return found;
+  const added: TaskGroup = { Name: name, Count: count, Tasks: [] };
+  groups.push(added);
+  return added;
+}
+
+function ensureTask(group: TaskGroup, name: string, driver: string): Task {
+  const found = group.Tasks.find((candidate) => candidate.Name === name);
+  if (found !== undefined) return found;
+  const added: Task = { Name: name, Driver: driver, Config: {}, Resources: { CPU: DEFAULT_CPU, MemoryMB: DEFAULT_MEMORY_MB } };
+  group.Tasks.push(added);
+  return added;
+}
+
+/** What an environment sets, laid over a template (Poseidon's NewNomadEnvironmentFromRequest, SetForcePullFlag). */
+function layOver(template: Job, spec: ResolvedEnvironmentSpec, forcePull: boolean, options: JobBuildOptions): Job {
+  const job = structuredClone(template);
+  const groups = job.TaskGroups ?? [];
+  const runners = ensureGroup(groups, RUNNER_GROUP, 1);
+  const task = ensureTask(runners, RUNNER_TASK, spec.driver);
+  const config: Record<string, unknown> = { ...task.Config, command: 'sleep', args: ['infinity'] };
+  for (const key of ['image', 'force_pull', 'network_mode']) delete config[key];
+  if (spec.driver === 'docker') {
+    Object.assign(config, { image: spec.image, force_pull: forcePull && options.disableForcePull !== true });
+    // Poseidon: without network access the container gets none; with it, the group's network.
+    config.network_mode = spec.networkAccess ? '' : 'none';
+  }
+  // exec runs a task as nobody unless it names its user: privileged executions need root (see drivers.ts).
+  const user = driverProfile(spec.driver).taskUser;
+  Object.assign(task, { Driver: spec.driver, ...(user === undefined ? {} : { User: user }), Config: { ...config, ...spec.driverConfig } });
+  const { MemoryMaxMB: _max, ...resources } = task.Resources ?? {};
+  task.Resources = { ...resources, CPU: spec.cpuLimit, ...(spec.memoryLimit > 0 ? { MemoryMaxMB: spec.memoryLimit } : {}) };
+  runners.Networks = runnerNetworks(spec, options.network);
+  const configGroup = ensureGroup(groups, CONFIG_GROUP, 0);
+  const configTask = ensureTask(configGroup, CONFIG_TASK, 'exec');
+  configTask.Config = { ...configTask.Config, command: 'true' };
+  configGroup.Meta = { ...configGroup.Meta, [META_USED]: 'false', [META_POOL_SIZE]: String(spec.prewarmingPoolSize) };
+  const id = templateJobId(spec.id);
+  return { ...job, ID: id, Name: id, Type: job.Type ?? 'batch', Datacenters: [...spec.datacenters], TaskGroups: groups };
+}
+
+/**
+ * The template job of an environment: Poseidon's default template (or the operator's own, `base`)
+ * with the environment laid over it, its image pulled again (force_pull, unless disabled) as
+ * Poseidon registers every template.
+ */
+export function templateJob(spec: ResolvedEnvironmentSpec, options: JobBuildOptions = {}): Job {
+  return layOver(options.base ?? defaultTemplate(spec), spec, true, options);
+}
+
+/**
+ * A runner job: the template under the runner's ID, `used = false`; `forcePull` for the runners a
+ * PUT of the environment starts (Poseidon's createRunners(…, true)), not for later refills.
+ */
+export function runnerJob(spec: ResolvedEnvironmentSpec, runnerId: string, options: JobBuildOptions & { forcePull?: boolean } = {}): Job {
+  const template = layOver(options.base ?? defaultTemplate(spec), spec, options.forcePull === true, options);
+  const groups = (template.TaskGroups ?? []).map((candidate) => (candidate.Name === CONFIG_GROUP ? { ...candidate, Meta: { [META_USED]: 'false' } } : candidate));
   return { ...template, ID: runnerId, Name: runnerId, TaskGroups: groups };
 }
 
@@ -230,6 +292,15 @@ export function runnerMeta(job: Job): RunnerMeta {
   const timeout = meta[META_TIMEOUT];
   const parsed = timeout !== undefined && /^\d+$/.test(timeout) ? Number(timeout) : undefined;
   return { used: meta[META_USED] === 'true', timeoutS: parsed ?? RUNNER_TIMEOUT_FALLBACK_S, timeoutMissing: parsed === undefined };
+}
+
+/**
+ * A runner job marked used at version 0: no update ever marked it (Warden and Poseidon register
+ * runners unused and mark them with an update, which makes version 1), so a used mark created it,
+ * landing after the runner's purge (issue 19). Nobody holds such a runner: it is purged.
+ */
+export function isRecreatedRunner(job: Job): boolean {
+  return (job.Version ?? 0) === 0 && runnerMeta(job).used;
 }
 
 /** The environment a template job (or a runner job copied from one) describes. */

@@ -4,13 +4,14 @@
  * allocation. Used runners stay used (their inactivity timeout from the meta), idle ones rejoin the
  * pool, starting ones go on starting; runners that cannot serve (their allocation gone, their job
  * stopped or dead, an idle one made from an older template) are retired. Runner jobs of unknown
- * environments are reported, never deleted.
+ * environments are reported, never deleted. A runner job marked used at version 0 was never marked
+ * by an update: a used mark re-created it after its purge (issue 19), and it is set apart to be purged.
  */
 import type { RecoveredPhase, RunnerAllocation, RunnerInput } from '../../machines/runnerTypes.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { AllocationListStub, Job, JobListStub } from '../nomad/types.js';
 import type { JobWrites } from './jobWrites.js';
-import { environmentOfRunner, environmentOfTemplate, runnerMeta, runnerTemplateKey, specOfJob, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
+import { environmentOfRunner, environmentOfTemplate, isRecreatedRunner, runnerMeta, runnerTemplateKey, specOfJob, type ResolvedEnvironmentSpec } from './poseidonFormat.js';
 import { runnerAllocation } from './runnerAllocation.js';
 
 export interface RecoveredEnvironment {
@@ -23,7 +24,11 @@ export interface ClusterPools {
   environments: RecoveredEnvironment[];
   /** Runner jobs whose environment has no template job. */
   orphans: string[];
+  /** Runner jobs a used mark re-created after their purge (used at version 0): not runners any more. */
+  recreated: string[];
 }
+
+type Recovered = { runner: Omit<RunnerInput, 'io' | 'spec'> } | { recreated: string };
 
 const isClientTerminal = (stub: AllocationListStub): boolean => ['complete', 'failed', 'lost'].includes(stub.ClientStatus);
 
@@ -46,9 +51,10 @@ async function recoverRunner(
   stub: JobListStub,
   environment: RecoveredEnvironment,
   at: () => number,
-): Promise<Omit<RunnerInput, 'io' | 'spec'> | undefined> {
+): Promise<Recovered | undefined> {
   const job = await writes.read(stub.ID);
   if (job === undefined) return undefined;
+  if (isRecreatedRunner(job)) return { recreated: job.ID };
   const meta = runnerMeta(job);
   const stubs = (await nomad.jobAllocations(stub.ID)).body;
   const chosen = currentAllocation(stubs);
@@ -58,10 +64,12 @@ async function recoverRunner(
   const templateKey = runnerTemplateKey(specOfJob(job, environment.spec.id));
   const phase = phaseOf(job, meta.used, allocation, templateKey === environment.templateKey);
   return {
-    runnerId: stub.ID,
-    environmentId: environment.spec.id,
-    templateKey,
-    recovered: { phase, allocation, timeoutMs: meta.timeoutS * 1000, markAgain: meta.used && meta.timeoutMissing },
+    runner: {
+      runnerId: stub.ID,
+      environmentId: environment.spec.id,
+      templateKey,
+      recovered: { phase, allocation, timeoutMs: meta.timeoutS * 1000, markAgain: meta.used && meta.timeoutMissing },
+    },
   };
 }
 
@@ -78,16 +86,23 @@ export async function readClusterPools(nomad: NomadClient, writes: JobWrites, at
     environments.set(id, { spec, templateKey: runnerTemplateKey(spec), runners: [] });
   }
   const orphans: string[] = [];
+  const recreated: string[] = [];
   const reads: Promise<void>[] = [];
   for (const stub of stubs) {
     const id = environmentOfRunner(stub.ID);
     if (id === undefined) continue;
     const environment = environments.get(id);
     if (environment === undefined) orphans.push(stub.ID);
-    else reads.push(recoverRunner(nomad, writes, stub, environment, at).then((runner) => void (runner && environment.runners.push(runner))));
+    else {
+      reads.push(recoverRunner(nomad, writes, stub, environment, at).then((found) => {
+        if (found === undefined) return;
+        if ('recreated' in found) recreated.push(found.recreated);
+        else environment.runners.push(found.runner);
+      }));
+    }
   }
   await Promise.all(reads);
   // In the order Nomad listed them, whatever order the reads finished in.
   for (const environment of environments.values()) environment.runners.sort((a, b) => a.runnerId.localeCompare(b.runnerId));
-  return { environments: [...environments.values()], orphans };
+  return { environments: [...environments.values()], orphans, recreated: recreated.sort() };
 }

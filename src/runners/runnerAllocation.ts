@@ -1,10 +1,12 @@
 /**
- * A runner's allocation as the runner machine reads it: pending, running or ended (with why, in
- * Nomad's words), and the ports mapped from the outside (`exposedPort` → `host:port`).
+ * A runner's allocation as the runner machine reads it: pending (with its tasks' trouble, if any),
+ * running or ended (with why, in Nomad's words), whether its task was OOM-killed last, and the ports
+ * mapped from the outside (`exposedPort` → `host:port`).
  */
 import type { MappedPort, RunnerAllocation } from '../../machines/runnerTypes.js';
 import type { Allocation, AllocationListStub } from '../nomad/types.js';
-import { failureMessage } from './allocationCallbacks.js';
+import { RUNNER_TASK } from './poseidonFormat.js';
+import { failureMessage, oomKilled, pendingTrouble } from './taskTrouble.js';
 
 /** AllocatedResources.Shared.Ports (Nomad back-fills them from the networks), else the networks' dynamic ports. */
 export function mappedPorts(allocation: Pick<Allocation, 'AllocatedResources'>): MappedPort[] {
@@ -38,12 +40,17 @@ export function runnerAllocation(allocation: Allocation | AllocationListStub, at
   const reason = endReason(allocation);
   // `unknown` (a disconnected node, Nomad 1.3+) is not running as far as a claim is concerned.
   const status = reason !== undefined ? 'ended' : allocation.ClientStatus === 'running' ? 'running' : 'pending';
+  // A list stub has no task states: nothing to say of its tasks.
+  const tasks = 'TaskStates' in allocation ? (allocation as Pick<Allocation, 'TaskStates'>) : { TaskStates: null };
+  const trouble = status === 'pending' ? pendingTrouble(tasks) : undefined;
   return {
     allocId: allocation.ID,
     createIndex: allocation.CreateIndex ?? 0,
     modifyIndex: allocation.ModifyIndex,
     status,
     ...(reason === undefined ? {} : { reason }),
+    ...(trouble === undefined ? {} : { trouble }),
+    ...(oomKilled(tasks, RUNNER_TASK) ? { oomKilled: true } : {}),
     ports: mappedPorts(allocation),
     at,
   };

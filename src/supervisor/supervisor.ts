@@ -2,7 +2,7 @@ import { Observable, Subject, distinctUntilChanged, type Subscription } from 'rx
 import { createActor, toPromise, type Actor, type AnyActorRef } from 'xstate';
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import { evaluationActorId, execActorId, supervisorMachine } from '../../machines/supervisor.js';
-import type { Allocation, Deployment, Evaluation } from '../nomad/types.js';
+import type { Allocation, Deployment, Evaluation, Job } from '../nomad/types.js';
 import { evaluationMachineOver } from './evaluationReads.js';
 import type { CheckView } from '../../machines/allocationHealthTypes.js';
 import type { NomadClient } from '../nomad/client.js';
@@ -96,6 +96,8 @@ export class Supervisor implements ExecTarget {
   private readonly runnerTrackers = new Set<{ handle(allocation: Allocation): void }>();
   /** Followers of every evaluation update: the runner pools' own evaluation followers. */
   private readonly evaluationListeners = new Set<{ handle(evaluation: Evaluation): void }>();
+  /** Followers of the job events in scope: the runner pools look for runner jobs they do not know. */
+  private readonly jobListeners = new Set<{ handle(job: Job, deleted: boolean): void }>();
   /** Exec sessions' connections, on the client's Nomad configuration; their actors are our children. */
   private readonly execSessions: ExecSessions;
   /** Rejects when the supervisor stops: raced against waits on child actors. */
@@ -131,7 +133,7 @@ export class Supervisor implements ExecTarget {
       options.freshness &&
       new FreshnessHorizon({ ...options.freshness, clock, nomad, logger: this.logger, deliver: (allocation) => this.onAllocation(allocation) });
     this.registry = new HealthRegistry({ clock, horizon: this.freshness ?? new ClockHorizon(clock), ...(inspect ? { inspect } : {}) });
-    this.consul = options.consul && new ConsulCheckFanOut((id, checks) => this.registry.updateChecks(id, checks));
+    this.consul = options.consul && new ConsulCheckFanOut((id, checks, seenAt) => this.registry.updateChecks(id, checks, { sampled: true, ...(seenAt === undefined ? {} : { seenAt }) }));
     const listener = (id: string, checks: readonly CheckView[]): boolean => this.registry.updateChecks(id, checks);
     const waiting = (id: string): boolean => this.registry.status(id)?.state !== 'pending';
     const onError = (id: string, error: unknown): void => this.logger.debug("reading Nomad's checks failed; retrying", { allocId: id, error: errorMessage(error) });
@@ -167,7 +169,7 @@ export class Supervisor implements ExecTarget {
         onError: (error) => this.report({ kind: 'consul-unavailable', message: `Consul health query failed; retrying: ${error.message}` }),
       })
       .subscribe({
-        next: (update) => this.consul?.update(update.checks),
+        next: (update) => this.consul?.update(update.checks, update.receivedAt),
         error: (error: unknown) => this.report({ kind: 'consul-unavailable', message: `Consul health watch ended: ${errorMessage(error)}` }),
       });
     this.execSessions = new ExecSessions(nomad.config, { clock });
@@ -276,6 +278,12 @@ export class Supervisor implements ExecTarget {
     return () => this.evaluationListeners.delete(listener);
   }
 
+  /** Every job event in scope (`deleted`: a purge), as it arrives. Returns the function that ends it. */
+  followJobs(listener: { handle(job: Job, deleted: boolean): void }): () => void {
+    this.jobListeners.add(listener);
+    return () => this.jobListeners.delete(listener);
+  }
+
   /** The cluster's client and the clock, for what is built on the supervisor (src/runners). */
   get nomad(): NomadClient {
     return this.options.nomad;
@@ -301,6 +309,7 @@ export class Supervisor implements ExecTarget {
     this.freshness?.close();
     this.runnerTrackers.clear();
     this.evaluationListeners.clear();
+    this.jobListeners.clear();
     this.actor.send({ type: 'STOP' });
     this.actor.stop();
     const stopped = (what: string) => new SupervisorStoppedError(what);
@@ -338,8 +347,7 @@ export class Supervisor implements ExecTarget {
       case 'deployment':
         return this.onDeployment(input.deployment);
       case 'job':
-        // A purge forgets the job's versions; its allocations end as their own updates say.
-        return input.deleted === true ? this.jobs.forget(input.job.Namespace || 'default', input.job.ID) : this.jobs.remember(input.job);
+        return this.onJob(input.job, input.deleted === true);
       case 'connection':
         return this.onConnection(input);
       case 'problem':
@@ -376,6 +384,13 @@ export class Supervisor implements ExecTarget {
     if (typeof allocation.ID !== 'string' || !this.scope.includes(allocation.Namespace, allocation.JobID)) return;
     for (const tracker of this.runnerTrackers) tracker.handle(allocation);
     this.intake.receive(allocation, live);
+  }
+
+  private onJob(job: Job, deleted: boolean): void {
+    // A purge forgets the job's versions; its allocations end as their own updates say.
+    if (deleted) this.jobs.forget(job.Namespace || 'default', job.ID);
+    else this.jobs.remember(job);
+    if (this.scope.includes(job.Namespace, job.ID)) for (const listener of this.jobListeners) listener.handle(job, deleted);
   }
 
   private onEvaluation(evaluation: Evaluation): void {

@@ -15,6 +15,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../clock/index.js';
+import type { Allocation } from '../nomad/types.js';
 import { attachFakeExec, type FakeExec } from './fakeExec/attachFakeExec.js';
 import { clusterExecTargets } from './fakeExec/clusterLookup.js';
 import type { RecordedLine } from './recording.js';
@@ -148,6 +149,22 @@ export class FakeNomad {
       server.listen(0, '127.0.0.1', () => resolve());
     });
     return fake;
+  }
+
+  /**
+   * The kernel kills an allocation's task for its memory, as Nomad reports it: the commands exec'd in
+   * it are killed, the task's Terminated event says `oom_killed: "true"` (exit code 137, "OOM
+   * Killed"), and the task restarts after its restart policy's delay (acting: started again then) or,
+   * with no attempt left, fails the allocation. Default task: the allocation's first.
+   */
+  oomKill(allocId: string, options: { task?: string } = {}): Allocation {
+    const alloc = this.cluster.allocation(allocId);
+    const task = options.task ?? alloc?.Job?.TaskGroups?.find((group) => group.Name === alloc.TaskGroup)?.Tasks[0]?.Name;
+    if (alloc === undefined || task === undefined) throw new Error(`no allocation ${allocId} with a task to kill`);
+    this.exec?.killAllocation(allocId);
+    const { allocation, restartDelayMs } = this.cluster.oomKillTask(allocId, task);
+    if (restartDelayMs !== undefined) this.acting?.restartTask(allocId, task, restartDelayMs);
+    return allocation;
   }
 
   /** 'http://127.0.0.1:<port>' or 'https://127.0.0.1:<port>'. */

@@ -65,7 +65,7 @@ describe('checksByAllocation / checkViewsFor', () => {
 describe('ConsulCheckFanOut', () => {
   test('each answer reaches only the followed allocations whose own checks changed', () => {
     const told: string[] = [];
-    const fanOut = new ConsulCheckFanOut((id, views) => told.push(`${id.slice(0, 1)}:${views.map((v) => v.status).join(',')}`));
+    const fanOut = new ConsulCheckFanOut((id, views, seenAt) => told.push(`${id.slice(0, 1)}:${views.map((v) => v.status).join(',')}${seenAt === undefined ? '' : `@${seenAt}`}`));
     const a = check(`_nomad-task-${A}-web-api-http`, 'api', 'alive', 'critical');
     const b = check(`_nomad-task-${B}-web-api-http`, 'api', 'alive', 'critical');
     fanOut.update([a, b]);
@@ -73,10 +73,11 @@ describe('ConsulCheckFanOut', () => {
     fanOut.follow(B, { Name: 'app', Tasks: [{ Name: 'web' }] as never });
     fanOut.update([{ ...a, Status: 'passing' }, b]);
     expect(told).toEqual(['1:passing']);
-    fanOut.update([{ ...a, Status: 'passing' }]);
-    expect(told).toEqual(['1:passing', '2:']);
+    // The answer's arrival time goes with it.
+    fanOut.update([{ ...a, Status: 'passing' }], 1234);
+    expect(told).toEqual(['1:passing', '2:@1234']);
     fanOut.forget(A);
     fanOut.update([]);
-    expect(told).toEqual(['1:passing', '2:']);
+    expect(told).toEqual(['1:passing', '2:@1234']);
   });
 });

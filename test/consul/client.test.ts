@@ -49,6 +49,8 @@ describe('ConsulClient against FakeConsul', () => {
     consul.setStatus(checkIds[0]!, 'warning');
     await flush();
     expect(updates.map((update) => update.checks.map((check) => check.Status))).toEqual([[], ['critical'], ['warning']]);
+    // Each carries when its answer arrived, on the client's clock.
+    expect(updates.every((update) => update.receivedAt === clock.now())).toBe(true);
     const requests = consul.stats.requests;
     clock.advance(10_000 * (17 / 16) + 1);
     await flush();

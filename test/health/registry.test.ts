@@ -7,7 +7,7 @@ import type { InspectionEvent } from 'xstate';
 import { VirtualClock } from '../../src/clock/index.js';
 import { HealthInputError, HealthRegistry, allocationView, type AllocationView, type CheckView } from '../../src/health/index.js';
 import type { Allocation, TaskGroup } from '../../src/nomad/types.js';
-import { T0, harness, policy, running, task, view } from './support/builders.js';
+import { T0, check, harness, policy, running, task, view } from './support/builders.js';
 
 describe('HealthRegistry', () => {
   it('announces every transition with its clock time, then the outcome', () => {
@@ -161,6 +161,63 @@ describe('bad input', () => {
     expect(registry.status('a')?.rejected).toBe('check c: unknown status sort-of');
     registry.updateChecks('a', 'all good' as unknown as CheckView[]);
     expect(registry.status('a')?.rejected).toBe('checks is not an array');
+  });
+
+  describe("sampled checks (Consul's): counted from Nomad's next look, every 500 ms from when it began watching", () => {
+    const checked = policy({ useChecks: true, expectedChecks: [check('alive')], healthyDeadlineMs: 30_000 });
+    const alive = (status: CheckView['status']): CheckView[] => [{ task: 'web', service: 'web', name: 'alive', status }];
+    /** Watched since T0 - 120 (its looks at T0 + 380, T0 + 880, …), its task running since T0. */
+    function tracked(): ReturnType<typeof harness> {
+      const h = harness();
+      h.registry.track('a', checked, { ...view({ web: running(T0) }), watchingSince: T0 - 120 });
+      return h;
+    }
+
+    it('a check passing at T0 + 1000 counts from the look at T0 + 1380: healthy then + min_healthy_time', () => {
+      const { clock, registry, changes } = tracked();
+      clock.advance(1000);
+      expect(registry.updateChecks('a', alive('passing'), { sampled: true })).toBe(true);
+      expect(registry.status('a')?.state).toBe('running');
+      clock.advance(380);
+      expect(registry.status('a')?.state).toBe('minHealthyWait');
+      clock.advance(5000);
+      expect(changes.at(-1)).toEqual({ type: 'outcome', allocationId: 'a', outcome: { healthy: true, at: T0 + 3380, reasons: {} } });
+    });
+
+    it('a state replaced before the next look is never seen, as Nomad would not see it', () => {
+      const { clock, registry } = tracked();
+      clock.advance(1000);
+      registry.updateChecks('a', alive('passing'), { sampled: true });
+      clock.advance(1000);
+      // Passing since the look at T0 + 1380; critical for 300 ms between two looks, then passing again.
+      registry.updateChecks('a', alive('critical'), { sampled: true });
+      clock.advance(300);
+      expect(registry.updateChecks('a', alive('passing'), { sampled: true })).toBe(true);
+      clock.advance(1080);
+      expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 3380, reasons: {} });
+    });
+
+    it('checks count from when their answer arrived (seenAt), not from when they are handed over: a replay gives the same look', () => {
+      const { clock, registry } = tracked();
+      clock.advance(1390);
+      // Arrived 10 ms before the look at T0 + 1380, handed over 10 ms after it.
+      registry.updateChecks('a', alive('passing'), { sampled: true, seenAt: T0 + 1370 });
+      clock.advance(2000);
+      expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 3380, reasons: {} });
+    });
+
+    it('a failure a look sees resets the window; unsampled checks count from when they are seen', () => {
+      const { clock, registry } = tracked();
+      registry.updateChecks('a', alive('passing'), { sampled: true });
+      clock.advance(2000);
+      registry.updateChecks('a', alive('critical'), { sampled: true });
+      clock.advance(600);
+      registry.updateChecks('a', alive('passing'));
+      clock.advance(1999);
+      expect(registry.status('a')?.state).toBe('minHealthyWait');
+      clock.advance(1);
+      expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 4600, reasons: {} });
+    });
   });
 
   it('a malformed policy or first view is a HealthInputError naming the allocation', () => {

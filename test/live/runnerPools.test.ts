@@ -10,18 +10,7 @@ import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { collect } from '../runners/support/poolHarness.js';
 import { liveClient, liveEnv } from './support/live.js';
-
-function until(pools: RunnerPools, done: () => boolean): Promise<void> {
-  return new Promise((resolve) => {
-    if (done()) return resolve();
-    const subscription = pools.changes$.subscribe(() => {
-      if (done()) {
-        subscription.unsubscribe();
-        resolve();
-      }
-    });
-  });
-}
+import { until } from './support/pools.js';
 
 describe('runner pools against a real Nomad', () => {
   let supervisor: Supervisor;

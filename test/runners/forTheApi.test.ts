@@ -28,11 +28,11 @@ describe('pool features the API stands on', () => {
     h.fake.cluster.registerJob(templateJob(checkEnvironmentSpec({ id: 2, prewarmingPoolSize: 2, driver: 'raw_exec', cpuLimit: 80 })));
     await h.drive(1_000);
     expect(h.pools.environment(2)).toBeUndefined();
-    expect(await h.settled(h.pools.fetchEnvironments())).toEqual([2]);
+    expect(await h.settled(h.pools.fetchEnvironments())).toEqual({ adopted: [2], refreshed: [], removed: [] });
     expect(h.pools.environment(2)?.spec).toMatchObject({ id: 2, prewarmingPoolSize: 2, cpuLimit: 80, driver: 'raw_exec' });
     await h.driveUntil(() => h.pools.environment(2)?.idleRunners === 2);
     // Known ones are left as they are; nothing new: nothing adopted.
-    expect(await h.settled(h.pools.fetchEnvironments())).toEqual([]);
+    expect(await h.settled(h.pools.fetchEnvironments())).toEqual({ adopted: [], refreshed: [], removed: [] });
     expect(h.pools.environments().map((e) => e.id)).toEqual([1, 2]);
   });
 

@@ -18,7 +18,9 @@ describe('environment and runner lifecycles', () => {
     await h.driveUntil(() => h.pools.environment(id)?.idleRunners === size);
   }
 
-  it('an update of the template replaces idle runners and leaves used ones alone; pool size alone replaces nothing', async () => {
+  it('an update of the template replaces idle runners and leaves used ones alone; with force pulls off, pool size alone replaces nothing', async () => {
+    await h.close();
+    h = await startPoolHarness({ pools: { disableForcePull: true } });
     await environment(50, 2);
     const used = h.pools.claim(50, { inactivityTimeoutS: 300 });
     await h.driveUntil(() => h.pools.environment(50)?.idleRunners === 2);

@@ -243,7 +243,7 @@ async function runScenario(script: readonly Step[]): Promise<void> {
       case 'template': {
         if (step.kind === 'poolSize') size = step.size;
         else driver = driver === 'a' ? 'b' : 'a';
-        actor.send({ type: 'UPDATE', requestId: ++updates, spec: spec(), templateKey: runnerTemplateKey(spec()) });
+        actor.send({ type: 'UPDATE', requestId: ++updates, spec: spec(), templateKey: runnerTemplateKey(spec()), pull: updates % 2 === 0 });
         break;
       }
       case 'advance':

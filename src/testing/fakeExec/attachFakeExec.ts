@@ -36,6 +36,8 @@ export interface FakeExec {
   readonly running: ReadonlySet<number>;
   /** Resolves once no command is running. */
   idle(): Promise<void>;
+  /** Kills every command running in the allocation at once (SIGKILL), as its task's end (an OOM kill) does. */
+  killAllocation(allocId: string): void;
   /** Ends every session (its command killed at once) and stops handling upgrades. */
   close(): Promise<void>;
 }
@@ -65,6 +67,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
   const running = new Set<number>();
   let idleWaiters: (() => void)[] = [];
   const children = new Set<LocalProcess>();
+  const byAllocation = new Map<string, Set<LocalProcess>>();
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer): void => {
     const url = new URL(request.url ?? '/', 'http://fake');
@@ -125,6 +128,12 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       } catch (error) {
         return closeWith(ws, 1011, `rpc error: code = Unknown desc = failed to start command: ${(error as Error).message}`);
       }
+      const mine = byAllocation.get(allocId) ?? new Set<LocalProcess>();
+      byAllocation.set(allocId, mine.add(child));
+      child.onDone(() => {
+        mine.delete(child);
+        if (mine.size === 0 && byAllocation.get(allocId) === mine) byAllocation.delete(allocId);
+      });
       runSession(ws, socket, child, tty);
     };
     if (!tty) return launch(() => spawnPiped(request));
@@ -266,6 +275,9 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
   server.on('upgrade', onUpgrade);
   return {
     running,
+    killAllocation: (allocId) => {
+      for (const child of byAllocation.get(allocId) ?? []) child.signalGroup('SIGKILL');
+    },
     idle: () => (running.size === 0 ? Promise.resolve() : new Promise((resolve) => idleWaiters.push(resolve))),
     close: async () => {
       server.off('upgrade', onUpgrade);

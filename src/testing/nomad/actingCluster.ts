@@ -139,6 +139,14 @@ export class ActingCluster {
     return this.cluster.allocation(allocId)!;
   }
 
+  /** A task that exited and restarts within its policy is started again `delayMs` later (unless its allocation is stopping by then). */
+  restartTask(allocId: string, task: string, delayMs: number): void {
+    this.after(`restart:${allocId}:${task}`, delayMs, () => {
+      const alloc = this.cluster.allocation(allocId);
+      if (alloc?.DesiredStatus === 'run' && !isClientTerminal(alloc.ClientStatus)) this.cluster.startTask(allocId, task);
+    });
+  }
+
   /** Work scheduled and not done yet (timers on the clock). */
   get pending(): number {
     return this.timers.size;

@@ -17,7 +17,7 @@ import {
   DEPLOYMENT_DESCRIPTIONS, MAX_TASK_EVENTS, allocMetric, cloneJson, allocatedResources, clientStatusOf, omitEmpty, resourcesOf, taskEvent, taskState,
   type TaskEventInput,
 } from './objects.js';
-import { exited, killed, notRestarting, received, restarting, started, type TaskUpdate } from './taskEvents.js';
+import { exited, killed, notRestarting, oomKilled, received, restarting, started, type TaskUpdate } from './taskEvents.js';
 
 export type { TaskEventInput } from './objects.js';
 export type { TaskUpdate } from './taskEvents.js';
@@ -475,6 +475,21 @@ export class ClusterState extends ClusterStore {
     const exit = exited(options.exitCode ?? 1);
     const update = options.restartDelayMs === undefined ? notRestarting(exit) : restarting(exit, options.restartDelayMs);
     return this.updateTasks(allocId, { [task]: update });
+  }
+
+  /**
+   * The kernel killed a task for its memory: Terminated with `oom_killed`, then Restarting (pending
+   * until startTask) when its job's restart policy has an attempt left, else Not Restarting (failed).
+   * Returns the delay of the restart, or undefined when there is none.
+   */
+  oomKillTask(allocId: string, task: string): { allocation: Allocation; restartDelayMs: number | undefined } {
+    this.requireAlloc(allocId);
+    const alloc = this.allocation(allocId)!;
+    const policy = alloc.Job?.TaskGroups?.find((g) => g.Name === alloc.TaskGroup)?.RestartPolicy;
+    const restarts = alloc.TaskStates?.[task]?.Restarts ?? 0;
+    const restartDelayMs = restarts < (policy?.Attempts ?? 0) ? (policy?.Delay ?? 0) / 1e6 : undefined;
+    const update = restartDelayMs === undefined ? notRestarting(oomKilled()) : restarting(oomKilled(), restartDelayMs);
+    return { allocation: this.updateTasks(allocId, { [task]: update }), restartDelayMs };
   }
 
   /** A task exited (exit code 0 by default) and is done: dead, failed only for a non-zero code. */

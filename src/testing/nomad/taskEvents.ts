@@ -15,6 +15,22 @@ export function exited(exitCode: number): TaskEventInput {
   return { Type: 'Terminated', DisplayMessage: `Exit Code: ${exitCode}`, ExitCode: exitCode, Details: { exit_code: String(exitCode), oom_killed: 'false', signal: '0' } };
 }
 
+/**
+ * The "Terminated" event of a task the kernel killed for its memory, as the task runner writes it
+ * (SetExitCode, SetSignal, SetOOMKilled, SetExitMessage): the docker driver's exit code 137 and its
+ * "OOM Killed" exit message.
+ */
+export function oomKilled(exitCode = 137): TaskEventInput {
+  const message = 'OOM Killed';
+  return {
+    Type: 'Terminated',
+    DisplayMessage: `Exit Code: ${exitCode}, Exit Message: ${JSON.stringify(message)}`,
+    ExitCode: exitCode,
+    Message: message,
+    Details: { exit_code: String(exitCode), signal: '0', oom_killed: 'true', exit_message: message },
+  };
+}
+
 export function received(): TaskUpdate {
   return {
     State: 'pending',

@@ -100,8 +100,8 @@ async function started(name: Agent['name'], child: ChildProcess, address: string
   return { name, address, pid: child.pid as number, dataDir, logFile, stop };
 }
 
-/** A Consul dev agent on free loopback ports (DNS and gRPC off). */
-export async function startConsul(options: { binary?: string; attempts?: number } = {}): Promise<Agent> {
+/** A Consul dev agent on free loopback ports (DNS and gRPC off); `hcl`: more configuration (e.g. an acl block). */
+export async function startConsul(options: { binary?: string; attempts?: number; hcl?: readonly string[] } = {}): Promise<Agent> {
   const binary = options.binary ?? findBinary('consul', 'CONSUL_BIN');
   for (let attempt = 1; ; attempt++) {
     const [http, lan, wan, server] = [await freePort(), await freePort(), await freePort(), await freePort()];
@@ -109,7 +109,7 @@ export async function startConsul(options: { binary?: string; attempts?: number 
     const logFile = join(dataDir, 'agent.log');
     const address = `http://127.0.0.1:${http}`;
     const args = ['agent', '-dev', '-bind', '127.0.0.1', '-client', '127.0.0.1', '-data-dir', join(dataDir, 'data'), '-http-port', String(http), '-dns-port', '-1', '-grpc-port', '-1',
-      '-serf-lan-port', String(lan), '-serf-wan-port', String(wan), '-server-port', String(server), '-hcl', 'disable_update_check = true'];
+      '-serf-lan-port', String(lan), '-serf-wan-port', String(wan), '-server-port', String(server), '-hcl', 'disable_update_check = true', ...(options.hcl ?? []).flatMap((text) => ['-hcl', text])];
     const child = launch(binary, args, dataDir, logFile);
     try {
       return await started('consul', child, address, dataDir, logFile, async () => {

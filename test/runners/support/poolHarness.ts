@@ -11,6 +11,7 @@ import { createRunnerPools, type RunnerPools, type RunnerPoolsOptions } from '..
 import type { PoolProblem } from '../../../src/runners/pools.js';
 import { createSupervisor } from '../../../src/supervisor/index.js';
 import type { Supervisor } from '../../../src/supervisor/supervisor.js';
+import type { WireLayer } from '../../../src/nomad/wire.js';
 import type { ActingClusterOptions } from '../../../src/testing/nomad/actingCluster.js';
 import { FakeNomad } from '../../../src/testing/fakeNomad.js';
 import { QuietDriver, WireTally } from '../../../src/testing/quiet.js';
@@ -41,8 +42,10 @@ export interface PoolHarness {
   close(): Promise<void>;
 }
 
-async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver, namespace?: string) {
-  const nomad = new NomadClient({ address: fake.address, ...(namespace === undefined ? {} : { namespace }) }, { clock, gzip: false, wire: tally.layer });
+async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver, wire?: WireLayer, namespace?: string) {
+  // A test's own layer goes outside the tally: a request it holds back is not one the fake has yet to answer.
+  const layer: WireLayer = wire === undefined ? tally.layer : (network) => wire(tally.layer(network));
+  const nomad = new NomadClient({ address: fake.address, ...(namespace === undefined ? {} : { namespace }) }, { clock, gzip: false, wire: layer });
   const supervisor = createSupervisor({ nomad, clock, ...(inspect ? { inspect } : {}) });
   const pools = createRunnerPools(supervisor, { setuser: SETUSER, ...options });
   return { nomad, supervisor, pools };
@@ -58,6 +61,10 @@ export async function startPoolHarness(
     taskEnv?: Readonly<Record<string, string>>;
     /** The Nomad namespace the pools work in (NOMAD_NAMESPACE). */
     namespace?: string;
+    /** A layer of the test's own on the client's wire, given the fake (see racingRegister.ts). */
+    wire?: (fake: FakeNomad) => WireLayer;
+    /** The fake refuses every connection until `fake.faults.clear()`: the pools are not waited for. */
+    refuseAtStart?: boolean;
   } = {},
 ): Promise<PoolHarness> {
   const clock = new VirtualClock({ start: options.start ?? START });
@@ -69,7 +76,9 @@ export async function startPoolHarness(
   const tally = new WireTally();
   const driver = new QuietDriver(clock);
   driver.add({ server: fake.activity, client: tally });
-  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect, options.namespace);
+  const wire = options.wire?.(fake);
+  if (options.refuseAtStart === true) fake.faults.refuseConnections();
+  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect, wire, options.namespace);
   current.pools.problems$.subscribe((problem) => problems.push(problem));
 
   const drive = async (ms: number, stepMs = 50): Promise<void> => {
@@ -112,7 +121,7 @@ export async function startPoolHarness(
     restart: async (poolOptions = options.pools ?? {}) => {
       await current.supervisor.stop();
       await current.nomad.close();
-      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect, options.namespace);
+      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect, wire, options.namespace);
       current.pools.problems$.subscribe((problem) => problems.push(problem));
       await settled(current.pools.ready);
     },
@@ -122,6 +131,6 @@ export async function startPoolHarness(
       await fake.close();
     },
   };
-  await settled(current.pools.ready);
+  if (options.refuseAtStart !== true) await settled(current.pools.ready);
   return harness;
 }
