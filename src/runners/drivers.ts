@@ -10,9 +10,10 @@
  *   task names a user, and refuses `root` unless the client allows it (client option
  *   `user.denylist`), so the runner task asks for root: privileged executions are root, unprivileged
  *   ones drop to nobody with setpriv (util-linux, in the chroot as on the host).
- * - raw_exec: nothing between a runner and the host: its files, processes, users and network, the
- *   Nomad agent's own user (root, as a client runs) and environment. Unprivileged executions drop to
- *   nobody with setpriv, as on exec.
+ * - raw_exec: nothing between a runner and the host: its files, processes, users and network (the
+ *   Nomad API on loopback too), the Nomad agent's own user (root, as a client runs) and environment,
+ *   and no memory limit (Nomad's raw_exec applies none). Unprivileged executions drop to nobody with
+ *   setpriv, as on exec.
  *
  * The exec and raw_exec tasks inherit the Nomad agent's environment (less Nomad's env.denylist), so
  * their executions start from a clean one. On raw_exec the file routes would write anywhere on the
@@ -73,7 +74,7 @@ const PROFILES: Readonly<Record<RunnerDriver, DriverProfile>> = {
     taskUser: undefined,
     keptEnvironment: HOST_KEPT_ENVIRONMENT,
     hostFilesystem: true,
-    isolation: "none: runners share the host's filesystem, processes and network with each other and with the Nomad agent; privileged: the agent's user (root), unprivileged: nobody (setpriv), who can read every world-readable file on the host (other runners' files included) and write where nobody may (/tmp); for trusted code and playgrounds only",
+    isolation: "none: runners share the host's filesystem, processes and network (the Nomad API on loopback included, whatever networkAccess says) with each other and with the Nomad agent, and Nomad enforces no memory limit; privileged: the agent's user (root), who reads every runner's files; unprivileged: nobody (setpriv), who reads what the host lets nobody read and writes where nobody may (/tmp); for trusted code and playgrounds only",
   },
 };
 
