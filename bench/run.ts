@@ -2,13 +2,13 @@
  * Runs every benchmark (or those named) one after another, each in its own process so none
  * inherits another's heap, and prints one JSON object: { <name>: <that benchmark's JSON> }.
  *
- *   npm run bench [-- health-machine event-stream exec exec-startup supervisor supervisor-judging pools soak serve]
+ *   npm run bench [-- health-machine event-stream exec startup supervisor supervisor-judging pools soak serve]
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 
-const BENCHMARKS = ['health-machine', 'event-stream', 'exec', 'exec-startup', 'supervisor', 'supervisor-judging', 'pools', 'soak', 'serve'] as const;
+const BENCHMARKS = ['health-machine', 'event-stream', 'exec', 'startup', 'supervisor', 'supervisor-judging', 'pools', 'soak', 'serve'] as const;
 const here = dirname(fileURLToPath(import.meta.url));
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !(BENCHMARKS as readonly string[]).includes(name));

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from 'commander';
-import { parseListenAddress, type ListenAddress } from '../metrics/server.js';
+import { parseListenAddress, type ListenAddress } from '../metrics/listenAddress.js';
 import { errorMessage } from '../errorMessage.js';
 import type { JobShard } from '../intake/scope.js';
 

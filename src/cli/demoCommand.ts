@@ -1,5 +1,4 @@
 import { join } from 'node:path';
-import type { Command } from 'commander';
 import { VirtualClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import type { Evaluation } from '../nomad/types.js';
@@ -7,9 +6,7 @@ import { createSupervisor, type DeploymentResult } from '../supervisor/index.js'
 import { describeChange, describeDeployment, describeEvaluation, describeVerdict, paint, type DescribeOptions } from '../supervisor/describe.js';
 import { FakeNomad } from '../testing/fakeNomad.js';
 import { QuietDriver, WireTally } from '../testing/quiet.js';
-import { portNumber, positiveNumber } from './argumentParsers.js';
 import { interruptSignal, useColor } from './commandIo.js';
-import { packageRootOf } from './packageRoot.js';
 import { runPoolDemo } from './poolDemo.js';
 import { startInspector } from '../inspect/inspector.js';
 import { parseLossless } from '../testing/losslessJson.js';
@@ -223,12 +220,6 @@ export async function runDemo(io: DemoIo): Promise<void> {
   }
 }
 
-/** The recordings shipped with the package, found from the `warden` script's own location. */
-export function defaultRecordingsDir(script = process.argv[1] ?? '.'): string {
-  // The package ships them (package.json "files") beside dist/, at the same place as in a clone.
-  return join(packageRootOf(script), 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
-}
-
 /** Sleeps a step of virtual time in real time, at `speed` × (a step is at most a second of waiting). */
 function pace(speed: number): (virtualMs: number) => Promise<void> {
   return (virtualMs) => new Promise((resolve) => setTimeout(resolve, Math.min(1_000, virtualMs / speed)));
@@ -241,25 +232,17 @@ function untilInterrupted(): Promise<void> {
 }
 
 
-export function registerDemoCommand(program: Command): void {
-  program
-    .command('demo')
-    .description('Replay recorded Nomad deployments on a local FakeNomad and watch the supervisor judge them (npm start)')
-    .option('--speed <factor>', 'run this many times faster than recorded', positiveNumber, 1)
-    .option('--recordings <dir>', 'folder of recorded scenarios', defaultRecordingsDir())
-    .option('--inspect-port <port>', 'port of the inspector web page (0: any free port; the URL is printed on start)', portNumber, 0)
-    .option('--no-inspect', 'do not start the inspector')
-    .action(async (options: { speed: number; recordings: string; inspect: boolean; inspectPort: number }) => {
-      const first = readScenario(join(options.recordings, DEMO_SCENARIOS[0]!.name));
-      const clock = new VirtualClock({ start: Date.parse(first.meta.stream_opened_at) });
-      await runDemo({
-        clock,
-        recordingsDir: options.recordings,
-        write: (text) => process.stdout.write(`${text}\n`),
-        color: useColor(process.stdout, process.env),
-        pools: true,
-        pace: pace(options.speed),
-        ...(options.inspect ? { inspectPort: options.inspectPort, linger: untilInterrupted } : {}),
-      });
-    });
+/** `warden demo` run from the command line (its options as commandLine/demo.ts parses them). */
+export async function demoAction(options: { speed: number; recordings: string; inspect: boolean; inspectPort: number }): Promise<void> {
+  const first = readScenario(join(options.recordings, DEMO_SCENARIOS[0]!.name));
+  const clock = new VirtualClock({ start: Date.parse(first.meta.stream_opened_at) });
+  await runDemo({
+    clock,
+    recordingsDir: options.recordings,
+    write: (text) => process.stdout.write(`${text}\n`),
+    color: useColor(process.stdout, process.env),
+    pools: true,
+    pace: pace(options.speed),
+    ...(options.inspect ? { inspectPort: options.inspectPort, linger: untilInterrupted } : {}),
+  });
 }

@@ -1,5 +1,4 @@
 import type { Readable, Writable } from 'node:stream';
-import type { Command } from 'commander';
 import type { Clock } from '../clock/clock.js';
 import { systemClock } from '../clock/systemClock.js';
 import { ExecClient } from '../exec/execClient.js';
@@ -14,7 +13,6 @@ import { errorMessage } from '../errorMessage.js';
 import { interruptedExitCode, interruptSignal, useColor } from './commandIo.js';
 import { EXIT_UNREACHABLE, EXIT_USAGE, exitStatusOf, signalExitCode } from './exitCodes.js';
 import { makeRaw, type TerminalInput } from './rawTerminal.js';
-import { argvWords } from './argumentParsers.js';
 
 /**
  * `warden exec [-t] <alloc-prefix> [--task T] -- cmd args…`, as `nomad alloc exec`: the allocation
@@ -203,29 +201,14 @@ function pipeInto(from: Readable, to: Writable): Promise<void> {
   });
 }
 
-export function registerExecCommand(program: Command): void {
-  program
-    .command('exec')
-    .description('Run a command in an allocation over the exec websocket, like `nomad alloc exec`; its exit code is ours')
-    .argument('<alloc-prefix>', 'allocation id or a prefix of it (at least two characters)')
-    .argument('<command...>', 'the command and its arguments (after --)')
-    .option('--task <task>', 'the task to run in (default: the allocation’s only task)')
-    .option('-t, --tty', 'allocate a terminal: ours in raw mode, its size sent (default: when stdin and stdout are terminals)')
-    .option('--no-tty', 'no terminal, even when stdin and stdout are terminals')
-    .option('--no-stdin', 'do not forward stdin (the command reads an immediate end of input)')
-    .option('-n, --namespace <namespace>', 'the allocation’s namespace (default NOMAD_NAMESPACE)')
-    .option('--unprivileged', 'run as the unprivileged user, through `/sbin/setuser user` (as a code-execution runner does)')
-    .option('--setuser <command>', 'the wrapper that runs the rest as the unprivileged user (implies --unprivileged)', argvWords)
-    .option('--separate-stderr', 'with a terminal, keep stderr apart on our stderr (a second exec reads it from a fifo)')
-    .option('--remove-nomad-env', 'unset the task’s NOMAD_* variables for the command (needs /bin/sh in the task)')
-    .action(async (prefix: string, command: string[], options: ExecCommandOptions) => {
-      process.exitCode = await execInAllocation(prefix, command, options, {
-        env: process.env,
-        stdin: process.stdin,
-        stdout: process.stdout,
-        stderr: process.stderr,
-        signal: interruptSignal(),
-      });
-      process.stdin.destroy();
-    });
+/** `warden exec` run from the command line (its options as commandLine/exec.ts parses them). */
+export async function execAction(prefix: string, command: string[], options: ExecCommandOptions): Promise<void> {
+  process.exitCode = await execInAllocation(prefix, command, options, {
+    env: process.env,
+    stdin: process.stdin,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    signal: interruptSignal(),
+  });
+  process.stdin.destroy();
 }

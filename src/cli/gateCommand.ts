@@ -7,7 +7,7 @@ import { nomadConfigFromEnv } from '../nomad/config.js';
 import { NomadConnectionError, NomadTimeoutError } from '../nomad/errors.js';
 import { createSupervisor, type DeploymentResult } from '../supervisor/index.js';
 import { deploymentRecord, describeDeployment, paint } from '../supervisor/describe.js';
-import { nonNegativeInteger } from './argumentParsers.js';
+import { DEFAULT_TIMEOUT_S } from './commandLine/gate.js';
 import { interruptedExitCode, processIo, type CommandIo } from './commandIo.js';
 import { consulClientFor } from './consulClientFor.js';
 import { EXIT_UNREACHABLE } from './exitCodes.js';
@@ -40,8 +40,6 @@ export const GATE_HEALTHY = 0;
 export const GATE_UNHEALTHY = 1;
 export const GATE_UNREACHABLE = EXIT_UNREACHABLE;
 export const GATE_AWAITING_PROMOTION = 3;
-
-const DEFAULT_TIMEOUT_S = 900;
 
 function isUnreachable(error: unknown): boolean {
   return error instanceof NomadConnectionError || error instanceof NomadTimeoutError;
@@ -103,31 +101,17 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
 }
 
 
-export function registerGateCommand(program: Command): void {
-  program
-    .command('gate')
-    .description(
-      "Wait for a job's deployment to end as Nomad ends it, with Warden's reasons: exit 0 when successful, 1 with the reasons when not, 2 when Nomad is unreachable, 3 when healthy canaries await promotion, 130 when interrupted",
-    )
-    .argument('<job>', 'job id')
-    .option('--version <n>', 'job version to judge (default: the current one)', nonNegativeInteger)
-    .option('-n, --namespace <namespace>', 'namespace (default NOMAD_NAMESPACE or "default")')
-    .option('--timeout <seconds>', `give up after this long (default ${DEFAULT_TIMEOUT_S})`, nonNegativeInteger)
-    .option('--fail-fast', 'fail at the first unhealthy allocation (or group that cannot be placed) instead of waiting for Nomad to end the deployment')
-    .option('--json', 'print the result as one JSON object')
-    .option('--record <file>', 'write everything the gate reads to <file> (tokens never written), to replay it later')
-    .option('--replay <file>', 'judge over a recording (warden record, gate --record) instead of a cluster, on a simulated clock')
-    .action(async (jobId: string, options: GateOptions & { record?: string; replay?: string }, command: Command) => {
-      const { record, replay, ...gateOptions } = options;
-      const io = processIo();
-      if (replay !== undefined) {
-        process.exitCode = await replayGate(replay, jobId, gateOptions, io, (clock) => processLogger(command, clock));
-        return;
-      }
-      const run = (commandIo: CommandIo): Promise<number> => gate(jobId, gateOptions, commandIo);
-      const live = { ...io, logger: processLogger(command, systemClock) };
-      process.exitCode = record === undefined ? await run(live) : await withRecording(record, { name: 'gate', options: { ...gateOptions, jobId } }, live, run);
-    });
+/** `warden gate` run from the command line (its options as commandLine/gate.ts parses them). */
+export async function gateAction(jobId: string, options: GateOptions & { record?: string; replay?: string }, command: Command): Promise<void> {
+  const { record, replay, ...gateOptions } = options;
+  const io = processIo();
+  if (replay !== undefined) {
+    process.exitCode = await replayGate(replay, jobId, gateOptions, io, (clock) => processLogger(command, clock));
+    return;
+  }
+  const run = (commandIo: CommandIo): Promise<number> => gate(jobId, gateOptions, commandIo);
+  const live = { ...io, logger: processLogger(command, systemClock) };
+  process.exitCode = record === undefined ? await run(live) : await withRecording(record, { name: 'gate', options: { ...gateOptions, jobId } }, live, run);
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { Command } from 'commander';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Clock } from '../clock/index.js';
 import { formatTime, paint, type DescribeOptions } from '../supervisor/describe.js';
@@ -64,13 +65,18 @@ export function createCliLogger(options: CliLoggerOptions): Logger {
   return structuredLogger(createPinoLogger(options), options.secrets ?? []);
 }
 
-/** The logger of a command run from the command line: the global --log-format / --log-level, on stderr. */
-export function processLogger(command: { optsWithGlobals(): Record<string, unknown> }, clock: Clock): Logger {
-  const { logFormat, logLevel } = command.optsWithGlobals() as { logFormat?: LogFormat; logLevel?: LogLevel | 'silent' };
+/** The logger of a command run from the command line: the global --log-format / --log-level, on stderr; `fallback` where they are not given (a configuration file's). */
+export function processLogger(
+  command: Pick<Command, 'optsWithGlobals' | 'getOptionValueSourceWithGlobals'>,
+  clock: Clock,
+  fallback: { format?: LogFormat | undefined; level?: LogLevel | undefined } = {},
+): Logger {
+  const { logFormat, logLevel } = command.optsWithGlobals<{ logFormat?: LogFormat; logLevel?: LogLevel | 'silent' }>();
+  const given = (option: string): boolean => ![undefined, 'default'].includes(command.getOptionValueSourceWithGlobals(option));
   const terminal = process.stderr.isTTY === true;
   return createCliLogger({
-    format: logFormat ?? (terminal ? 'pretty' : 'json'),
-    level: logLevel ?? 'info',
+    format: (given('logFormat') ? logFormat : fallback.format) ?? (terminal ? 'pretty' : 'json'),
+    level: (given('logLevel') ? logLevel : fallback.level) ?? 'info',
     clock,
     color: useColor(process.stderr, process.env),
     secrets: [process.env.NOMAD_TOKEN, process.env.CONSUL_HTTP_TOKEN],

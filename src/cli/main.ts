@@ -1,34 +1,48 @@
 import { Command, CommanderError, Option } from 'commander';
+import { demoCommandLine } from './commandLine/demo.js';
+import { execCommandLine } from './commandLine/exec.js';
+import { gateCommandLine } from './commandLine/gate.js';
+import { recordCommandLine, replayCommandLine } from './commandLine/record.js';
+import { serveCommandLine } from './commandLine/serve.js';
+import { watchCommandLine } from './commandLine/watch.js';
 import { CLI_LOG_LEVELS, LOG_FORMATS } from './logOptions.js';
 import { EXIT_USAGE } from './exitCodes.js';
 import { packageRootOf, packageVersion } from './packageRoot.js';
 
 /**
- * The `warden` command. Each subcommand lives in its own module and registers itself; exit codes are
- * the subcommands' own (see each one, and exitCodes.ts), and EXIT_USAGE for a command line that does
- * not parse.
+ * The `warden` command. Each subcommand's arguments, options and help are in commandLine/ (small
+ * modules that load nothing else), and what runs it in its own module, loaded only when that command
+ * runs: `--version` and the help load no command, `warden exec` none of the supervisor. Exit codes
+ * are the subcommands' own (see each one, and exitCodes.ts), and EXIT_USAGE for a command line that
+ * does not parse.
  */
 
-type Register = (program: Command) => void;
+/** A command's action, as commander calls it: the arguments, the options, the command. */
+type Action = (...args: never[]) => Promise<void>;
 
-const recordCommands = async (): Promise<Register> => (await import('./recordCommands.js')).registerRecordCommands;
+/** The subcommands in the order help lists them: the command line, and the module that runs it. */
+const COMMANDS: readonly [define: (program: Command) => Command, load: () => Promise<Action>][] = [
+  [watchCommandLine, async () => (await import('./watchCommand.js')).watchAction],
+  [gateCommandLine, async () => (await import('./gateCommand.js')).gateAction],
+  [demoCommandLine, async () => (await import('./demoCommand.js')).demoAction],
+  [execCommandLine, async () => (await import('./execCommand.js')).execAction],
+  [serveCommandLine, async () => (await import('./serveCommand.js')).serveAction],
+  [recordCommandLine, async () => (await import('./recordCommands.js')).recordAction],
+  [replayCommandLine, async () => (await import('./recordCommands.js')).replayAction],
+];
 
 /**
- * The subcommands by name, in the order help lists them. A module is loaded only when its command
- * runs (every one for the general help): `warden exec` starts without loading the supervisor.
+ * undici parses HTTP with llhttp compiled to WebAssembly. After ~1.8 MB of "bytes executed" (V8's
+ * default budget, spent by the few answers `warden exec` reads) V8 recompiles its 34 kB parse loop
+ * with TurboFan: seconds of a core on a busy machine and 40 MB, and the process waits for that to
+ * finish before it can exit. A hundred times the budget keeps short commands on the baseline code; a
+ * long-running one (serve, watch) still gets the optimised parser once it is really hot. Set before
+ * a command runs, so before its first connection compiles the module.
  */
-const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
-  watch: async () => (await import('./watchCommand.js')).registerWatchCommand,
-  gate: async () => (await import('./gateCommand.js')).registerGateCommand,
-  demo: async () => (await import('./demoCommand.js')).registerDemoCommand,
-  exec: async () => (await import('./execCommand.js')).registerExecCommand,
-  serve: async () => (await import('./serveCommand.js')).registerServeCommand,
-  record: recordCommands,
-  replay: recordCommands,
-};
+const WASM_TIERING_BUDGET = '--wasm-tiering-budget=180000000';
 
-/** The program for `argv`: with the command it names registered, or all of them when it names none. */
-export async function buildProgram(argv: readonly string[] = [], version = packageVersion(packageRootOf(process.argv[1] ?? '.'))): Promise<Command> {
+/** The program with every command registered; a command's module loads when its action runs. */
+export function buildProgram(version = packageVersion(packageRootOf(process.argv[1] ?? '.'))): Command {
   const program = new Command('warden')
     .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
     .version(version, '-V, --version', 'print the version')
@@ -37,18 +51,20 @@ export async function buildProgram(argv: readonly string[] = [], version = packa
     .exitOverride()
     .addOption(new Option('--log-format <format>', 'log records on stderr as JSON lines or one readable line each (default: pretty on a terminal, else json)').choices(LOG_FORMATS))
     .addOption(new Option('--log-level <level>', 'least severe level logged').choices(CLI_LOG_LEVELS).default('info'));
-  // The first argument naming a command is the command (the global options' values never do).
-  const named = argv.slice(2).find((arg) => Object.hasOwn(COMMANDS, arg));
-  const loaders = named === undefined ? Object.values(COMMANDS) : [COMMANDS[named]!];
-  const registers = new Set(await Promise.all(loaders.map((load) => load())));
-  for (const register of registers) register(program);
+  for (const [define, load] of COMMANDS) {
+    define(program).action(async (...args: unknown[]) => {
+      const [action, v8] = await Promise.all([load() as Promise<(...args: unknown[]) => Promise<void>>, import('node:v8')]);
+      v8.setFlagsFromString(WASM_TIERING_BUDGET);
+      await action(...args);
+    });
+  }
   return program;
 }
 
 /** Runs the command line; resolves with the exit code when commander decided it (help, version, usage). */
-export async function main(argv: readonly string[] = process.argv, program?: Command): Promise<number | undefined> {
+export async function main(argv: readonly string[] = process.argv, program = buildProgram()): Promise<number | undefined> {
   try {
-    await (program ?? (await buildProgram(argv))).parseAsync([...argv]);
+    await program.parseAsync([...argv]);
     return undefined;
   } catch (error) {
     if (!(error instanceof CommanderError)) throw error;

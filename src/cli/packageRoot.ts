@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 
 /**
  * The folder of the package a script belongs to: the nearest one above it holding a package.json
- * (src/cli/bin.ts run from a clone, dist/src/cli/bin.js once installed; npm's bin symlink resolved).
+ * (src/cli/bin.ts run from a clone, dist/cli/warden.js once installed; npm's bin symlink resolved).
  */
 export function packageRootOf(script: string): string {
   let dir = dirname(existsSync(script) ? realpathSync(script) : script);

@@ -2,14 +2,17 @@
  * `warden serve`: Poseidon's runner API (REST + WebSocket, src/api) over runner pools on the Nomad
  * that NOMAD_* names, so a client written for Poseidon (CodeOcean) can use Warden instead. With
  * `--dev`, over an embedded FakeNomad acting as a cluster whose runners are real local processes:
- * a one-command playground, as `nomad agent -dev` is. Runs until SIGTERM or Ctrl-C (exit 0): open
- * executions are told the server is going away before their sockets close. A Nomad that does not
- * answer at the start is tried again until it does (GET /health says why meanwhile), as Poseidon
- * does; exit 2 when its event stream gives up (a refused token).
+ * a one-command playground, as `nomad agent -dev` is. A Poseidon deployment's configuration works
+ * as it is: its file (--config, else ./configuration.yaml) and POSEIDON_* variables under the
+ * command line's options (poseidonConfiguration.ts, serveConfiguration.ts). Runs until SIGTERM or
+ * Ctrl-C (exit 0): open executions are told the server is going away before their sockets close. A
+ * Nomad that does not answer at the start is tried again until it does (GET /health says why
+ * meanwhile), as Poseidon does; exit 2 when its event stream gives up (a refused token); 64 for a
+ * configuration that cannot be used.
  */
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { PoseidonApi, API_BASE_PATH } from '../api/api.js';
 import { ApiMetrics } from '../api/metrics.js';
 import { startApiServer } from '../api/server.js';
@@ -20,7 +23,7 @@ import type { WireLayer } from '../nomad/wire.js';
 import type { QuietDriver } from '../testing/quiet.js';
 import { WardenMetrics } from '../metrics/wardenMetrics.js';
 import { NomadClient } from '../nomad/client.js';
-import { nomadConfigFromEnv, type NomadConfig } from '../nomad/config.js';
+import { envValue, nomadConfigFromEnv, type Env, type NomadConfig } from '../nomad/config.js';
 import { createRunnerPools, type RunnerPoolsOptions } from '../runners/pools.js';
 import { DRIVER_PREFERENCE, driverProfile, preferredDriver } from '../runners/drivers.js';
 import { RUNNER_GROUP, RUNNER_TASK, type RunnerDriver, type RunnerNetwork } from '../runners/poseidonFormat.js';
@@ -30,17 +33,17 @@ import { registerSecret, withoutCredentials } from '../secrets.js';
 import { createSupervisor } from '../supervisor/index.js';
 import { paint } from '../supervisor/describe.js';
 import { errorMessage } from '../errorMessage.js';
-import { argvWords, fraction, listenAddress, portNumber } from './argumentParsers.js';
+import { DEFAULT_LISTEN } from './commandLine/serve.js';
 import { processIo, type CommandIo } from './commandIo.js';
 import { EXIT_INTERNAL, EXIT_UNREACHABLE, EXIT_USAGE } from './exitCodes.js';
 import { processLogger } from './logging.js';
+import { watchMemory } from './memoryWatch.js';
 import { packageRootOf, packageVersion } from './packageRoot.js';
+import { PoseidonConfigError, readPoseidonConfiguration } from './poseidonConfiguration.js';
+import { poseidonServeSettings, type PoseidonServeSettings } from './serveConfiguration.js';
 
-/** Poseidon's own default address, so a client configured for Poseidon finds Warden there. */
-export const DEFAULT_LISTEN: ListenAddress = { host: '127.0.0.1', port: 7200 };
-
-/** Where the token is read from: Warden's name, or the variable a Poseidon deployment already sets. */
-export const TOKEN_VARIABLES = ['WARDEN_SERVE_TOKEN', 'POSEIDON_SERVER_TOKEN'] as const;
+/** Warden's own variable for the token, over Poseidon's (POSEIDON_SERVER_TOKEN, server.token). */
+export const TOKEN_VARIABLE = 'WARDEN_SERVE_TOKEN';
 
 export interface ServeOptions {
   listen?: ListenAddress;
@@ -72,6 +75,20 @@ export interface ServeOptions {
   networkDnsOptions?: string[];
   /** Poseidon's nomad.disableforcepull: never pull images again. */
   disableForcePull?: boolean;
+  /** A Poseidon configuration file; undefined: ./configuration.yaml when there is one (not with --dev); false: none. */
+  config?: string | false;
+}
+
+/**
+ * What serve runs with: the options, where the command line gave none the Poseidon configuration's
+ * (its variables over its file), and what only the configuration sets.
+ */
+export interface ServeConfiguration extends Omit<PoseidonServeSettings, 'listen' | 'tlsCert' | 'tlsKey' | 'poolAlertThreshold' | 'token'> {
+  options: ServeOptions;
+  /** The token, and where it came from (`variable` when a variable holds it, for the curl lines). */
+  token?: { value: string; from: string; variable?: string };
+  /** The configuration's file and variables read, for the start-up lines. */
+  sources: string[];
 }
 
 /** Poseidon's nomad.network from the flags (undefined: Warden's default per driver). */
@@ -89,7 +106,7 @@ function driverOf(job: Job | undefined): RunnerDriver | undefined {
 }
 
 /** The command's I/O; `quiet`: a test's driver of its VirtualClock, to which --dev adds its cluster (as the demo does). */
-export type ServeIo = CommandIo & { quiet?: QuietDriver };
+export type ServeIo = CommandIo & { quiet?: QuietDriver; cwd?: string };
 
 interface Cluster {
   config: Pick<NomadConfig, 'address'> & Partial<NomadConfig>;
@@ -135,9 +152,10 @@ async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> 
   };
 }
 
-function realCluster(io: ServeIo, options: ServeOptions): Cluster {
+function realCluster(io: ServeIo, options: ServeOptions, nomad: Partial<NomadConfig>): Cluster {
+  registerSecret(nomad.token);
   return {
-    config: nomadConfigFromEnv(io.env),
+    config: nomadConfigFromEnv(io.env, nomad),
     pools: options.setuser === undefined ? {} : { setuser: options.setuser },
     tty: options.tty !== false,
     notes: [],
@@ -145,12 +163,32 @@ function realCluster(io: ServeIo, options: ServeOptions): Cluster {
   };
 }
 
-function tokenOf(env: CommandIo['env']): string | undefined {
-  for (const name of TOKEN_VARIABLES) {
-    const value = env[name]?.trim();
-    if (value !== undefined && value !== '') return value;
-  }
-  return undefined;
+/** The options with the Poseidon configuration under them; throws PoseidonConfigError for one that cannot be used. */
+export function readServeConfiguration(options: ServeOptions, env: Env, cwd: string): ServeConfiguration {
+  const poseidon = readPoseidonConfiguration({ file: options.config ?? (options.dev === true ? false : undefined), cwd, env });
+  const { listen, tlsCert, tlsKey, poolAlertThreshold, token, templateJobFile, disableForcePull, networkMode, networkDnsServers, networkDnsSearches, networkDnsOptions, ...settings } =
+    poseidonServeSettings(poseidon, { cwd, ...(options.dev === undefined ? {} : { dev: options.dev }) });
+  const flagsTls = options.tlsCert !== undefined && options.tlsKey !== undefined;
+  // The configuration's network is one setting: flags that give any part of it replace all of it.
+  const flagsNetwork = [options.networkMode, options.networkDnsServers, options.networkDnsSearches, options.networkDnsOptions].some((part) => part !== undefined);
+  const network = { networkMode, networkDnsServers, networkDnsSearches, networkDnsOptions };
+  const merged: ServeOptions = {
+    ...(flagsNetwork ? {} : Object.fromEntries(Object.entries(network).filter(([, part]) => part !== undefined))),
+    ...(templateJobFile === undefined ? {} : { templateJobFile }),
+    ...(disableForcePull === undefined ? {} : { disableForcePull }),
+    ...options,
+    ...(options.listen === undefined && listen !== undefined ? { listen } : {}),
+    ...(!flagsTls && tlsCert !== undefined && tlsKey !== undefined ? { tlsCert, tlsKey } : {}),
+    ...(options.poolAlertThreshold === undefined && poolAlertThreshold !== undefined ? { poolAlertThreshold } : {}),
+  };
+  const own = envValue(env, TOKEN_VARIABLE);
+  const chosen = own !== undefined ? { value: own, from: TOKEN_VARIABLE } : token;
+  return {
+    ...settings,
+    options: merged,
+    ...(chosen === undefined ? {} : { token: { ...chosen, ...(/^[A-Z_]+$/.test(chosen.from) ? { variable: chosen.from } : {}) } }),
+    sources: [...(poseidon.file === undefined ? [] : [poseidon.file]), ...poseidon.variables],
+  };
 }
 
 /** The driver of runners where none is given: what the cluster's nodes run (see drivers.ts), and why, in words. */
@@ -174,8 +212,8 @@ function isolationNotes(driver: RunnerDriver, setuser: readonly string[] | undef
 }
 
 /** The curl lines that try it out (the token by its variable, never its value). */
-function curlExample(base: string, driver: RunnerDriver, tokenVariable: string | undefined): string[] {
-  const auth = tokenVariable === undefined ? '' : ` -H "Poseidon-Token: $${tokenVariable}"`;
+function curlExample(base: string, driver: RunnerDriver, token: ServeConfiguration['token']): string[] {
+  const auth = token === undefined ? '' : ` -H "Poseidon-Token: ${token.variable === undefined ? `<server.token of ${token.from.replace(/:\d+$/, '')}>` : `$${token.variable}`}"`;
   const image = driver === 'docker' ? 'openhpi/co_execenv_python:3.8' : 'local';
   const environment = JSON.stringify({ prewarmingPoolSize: 2, cpuLimit: 100, memoryLimit: 256, image, networkAccess: false, exposedPorts: [] });
   return [
@@ -184,14 +222,29 @@ function curlExample(base: string, driver: RunnerDriver, tokenVariable: string |
   ];
 }
 
+/** `warden serve` with these options (and the Poseidon configuration of io's environment and working directory); its exit code. */
 export async function serve(options: ServeOptions, io: ServeIo): Promise<number> {
+  let configuration: ServeConfiguration;
+  try {
+    configuration = readServeConfiguration(options, io.env, io.cwd ?? process.cwd());
+  } catch (error) {
+    if (!(error instanceof PoseidonConfigError)) throw error;
+    (io.error ?? io.write)(`error: ${error.message}`);
+    return EXIT_USAGE;
+  }
+  return serveConfigured(configuration, io);
+}
+
+/** `warden serve` with its configuration read; its exit code. */
+export async function serveConfigured(configuration: ServeConfiguration, io: ServeIo): Promise<number> {
+  const { options } = configuration;
   const clock = io.clock ?? systemClock;
   const style = { color: io.color ?? false };
   const fail = io.error ?? io.write;
-  const token = tokenOf(io.env);
+  const token = configuration.token?.value;
   registerSecret(token);
   const tls = options.tlsCert === undefined || options.tlsKey === undefined ? undefined : { cert: readFileSync(options.tlsCert), key: readFileSync(options.tlsKey) };
-  const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options);
+  const cluster = options.dev === true ? await devCluster(io, options) : realCluster(io, options, configuration.nomad);
   const nomad = new NomadClient(cluster.config, { ...io.transport, ...(cluster.wire ? { wire: cluster.wire } : {}), clock });
   // A template job file is read now: one that can never be a job is the command line's fault.
   let templateJob: Job | (() => Promise<Job>) | undefined;
@@ -265,6 +318,8 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
 
   let server: Awaited<ReturnType<typeof startApiServer>> | undefined;
   const apiMetrics = new ApiMetrics(metrics.registry);
+  const { memoryWatch } = configuration;
+  const stopMemoryWatch = memoryWatch === undefined || io.logger === undefined ? undefined : watchMemory({ clock, ...memoryWatch, logger: io.logger });
   try {
     // Served at once: while Nomad does not answer, /health says why and the pools' routes answer 503.
     if (exitCode === 0 && io.signal?.aborted !== true) {
@@ -274,7 +329,7 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
         clock,
         ...(token === undefined ? {} : { token }),
         environmentDefaults: { driver, ...(options.datacenters ? { datacenters: options.datacenters } : {}) },
-        version: packageVersion(packageRootOf(process.argv[1] ?? '.')),
+        version: configuration.release ?? packageVersion(packageRootOf(process.argv[1] ?? '.')),
         poolAlertThreshold: options.poolAlertThreshold ?? 0,
         tty: cluster.tty,
         metrics: apiMetrics,
@@ -289,17 +344,20 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
       if (driver === 'raw_exec' && options.dev !== true) {
         io.logger?.warn({ driver }, `runners run on raw_exec: ${driverProfile('raw_exec').isolation}; use --driver exec or docker to isolate untrusted code`);
       }
+      if (configuration.sources.length > 0) io.write(`  configuration: Poseidon's, from ${configuration.sources.join(', ')}`);
+      for (const note of configuration.notes) io.write(`    ${note}`);
+      if (memoryWatch) io.write(`  memory: the heap read every ${memoryWatch.intervalMs} ms, a warning logged at ${memoryWatch.thresholdMb} MB (profiling.memoryinterval)`);
       io.write(`  metrics: ${server.url}/metrics${inspector ? `; inspector: ${inspector.url}` : ''}`);
-      io.write(`  authentication: ${token === undefined ? 'none (set WARDEN_SERVE_TOKEN to require a Poseidon-Token)' : 'Poseidon-Token required'}`);
+      io.write(`  authentication: ${token === undefined ? `none (set ${TOKEN_VARIABLE} to require a Poseidon-Token)` : 'Poseidon-Token required'}`);
       io.write('Try it:');
-      const tokenVariable = token === undefined ? undefined : TOKEN_VARIABLES.find((name) => (io.env[name]?.trim() ?? '') !== '');
-      for (const line of curlExample(base, driver, tokenVariable)) io.write(`  ${line}`);
+      for (const line of curlExample(base, driver, configuration.token)) io.write(`  ${line}`);
       await finished;
     }
   } catch (error) {
     fail(`${paint('error', 'bad', style)} ${errorMessage(error)}`);
     exitCode = exitCode || EXIT_INTERNAL;
   } finally {
+    stopMemoryWatch?.();
     // Executions are told first, then the pools stop (requests waiting on them get their answer).
     await server?.close(() => supervisor.stop());
     await supervisor.stop();
@@ -313,55 +371,22 @@ export async function serve(options: ServeOptions, io: ServeIo): Promise<number>
   return exitCode;
 }
 
-/** Words laid out in lines of at most `width` columns, the first after `first`, the others after `rest`. */
-function wrapped(text: string, first: string, rest: string, width = 100): string[] {
-  const lines: string[] = [];
-  let line = first;
-  for (const word of text.split(' ')) {
-    const blank = line === first || line === rest;
-    if (!blank && line.length + 1 + word.length > width) {
-      lines.push(line);
-      line = rest;
-    }
-    line += (line === first || line === rest ? '' : ' ') + word;
+/** `warden serve` run from the command line (its options as commandLine/serve.ts parses them). */
+export async function serveAction(parsed: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command): Promise<void> {
+  // What the command line says, and only that: an option's default must not hide the configuration's value.
+  const given = Object.fromEntries(Object.entries(parsed).filter(([name]) => command.getOptionValueSource(name) !== 'default')) as typeof parsed;
+  const { inspect, datacenter, ...rest } = given;
+  if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });
+  const options = { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) };
+  let configuration: ServeConfiguration;
+  try {
+    configuration = readServeConfiguration(options, process.env, process.cwd());
+  } catch (error) {
+    if (!(error instanceof PoseidonConfigError)) throw error;
+    process.stderr.write(`error: ${error.message}\n`);
+    process.exitCode = EXIT_USAGE;
+    return;
   }
-  return [...lines, line];
-}
-
-/** `serve --help`'s account of what each driver isolates. */
-function isolationHelp(): string {
-  const drivers = (['docker', 'exec', 'raw_exec'] as const).flatMap((driver) => wrapped(`${driverProfile(driver).isolation}.`, `  ${driver}: `, '    '));
-  const after = "exec and raw_exec tasks inherit the Nomad agent's environment: executions there start from a clean one (PATH, HOME, TERM, LANG, TZ and the request's variables). On raw_exec the file routes write as root only within the runner's working directory; absolute paths and paths that leave it are written as the unprivileged user. Unprivileged executions are checked on each environment's first runner: a wrapper that does not work there is logged, turns GET /health to 503, and is the error of every unprivileged execution.";
-  return ['', "Isolation of the runners, by driver (exec and raw_exec as measured on Nomad 1.1.2; docker as Poseidon's template sets it):", ...drivers, ...wrapped(after, '  ', '  ')].join('\n');
-}
-
-export function registerServeCommand(program: Command): void {
-  program
-    .command('serve')
-    .description("Serve Poseidon's runner API (REST + WebSocket) over runner pools on the Nomad at NOMAD_ADDR, or on an embedded one (--dev)")
-    .option('--listen <addr>', `[host:]port to listen on (default ${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}, Poseidon's)`, listenAddress)
-    .option('--dev', 'an embedded FakeNomad acting as a cluster, its runners real local processes: a playground, no Nomad needed')
-    .addOption(new Option('--driver <driver>', 'task driver of the runners (default: the first of docker, raw_exec, exec healthy on the cluster\'s nodes; --dev: raw_exec); see "Isolation" below').choices(['docker', 'exec', 'raw_exec']))
-    .option('--datacenter <dc...>', 'datacenters of the runner jobs (default dc1)')
-    .option('--setuser <command>', 'the wrapper that runs unprivileged executions as another user, on every driver (default: "/sbin/setuser user" on docker, Poseidon\'s images; "setpriv --reuid=65534 --regid=65534 --clear-groups" on exec and raw_exec); checked on each environment\'s first runner', argvWords)
-    .option('--no-tty', 'run executions without a pseudo-terminal (Poseidon runs them with one); they then read no input')
-    .option('--pool-alert-threshold <fraction>', 'GET /health answers 503 while an environment has less than this part of its pool idle (0 turns it off)', fraction, 0)
-    .option('--tls-cert <file>', 'serve HTTPS with this PEM certificate (with --tls-key); WebSocket URLs are then wss://')
-    .option('--tls-key <file>', 'the PEM key of --tls-cert')
-    .option('--inspect [port]', 'serve the inspector web page (pools and runners included) on this port, or any free one', portNumber)
-    .option('--template-job-file <file>', "Poseidon's server.templatejobfile: a template job of your own (HCL, parsed by Nomad, or JSON); environments are laid over it, the rest of it kept")
-    .option('--network-mode <mode>', "Poseidon's nomad.network.mode: the network of runners with network access (default bridge for docker, host for exec/raw_exec), e.g. cni/secure-bridge")
-    .option('--network-dns-servers <ip...>', "Poseidon's nomad.network.dns.servers: DNS servers of runners with network access")
-    .option('--network-dns-searches <domain...>', "Poseidon's nomad.network.dns.searches")
-    .option('--network-dns-options <option...>', "Poseidon's nomad.network.dns.options")
-    .option('--disable-force-pull', "Poseidon's nomad.disableforcepull: never pull images again (by default the template and the runners a PUT starts pull theirs)")
-    .addHelpText('after', isolationHelp())
-    .action(async (options: Omit<ServeOptions, 'inspect' | 'datacenters'> & { datacenter?: string[]; inspect?: number | true }, command: Command) => {
-      const { inspect, datacenter, ...rest } = options;
-      if ((rest.tlsCert === undefined) !== (rest.tlsKey === undefined)) command.error('--tls-cert and --tls-key go together', { exitCode: EXIT_USAGE });
-      process.exitCode = await serve(
-        { ...rest, ...(datacenter ? { datacenters: datacenter } : {}), ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }) },
-        { ...processIo(), logger: processLogger(command, systemClock) },
-      );
-    });
+  const logger = processLogger(command, systemClock, { format: configuration.logFormat, level: configuration.logLevel });
+  process.exitCode = await serveConfigured(configuration, { ...processIo(), logger });
 }

@@ -1,4 +1,4 @@
-import { Option, type Command } from 'commander';
+import type { Command } from 'commander';
 import { systemClock } from '../clock/index.js';
 import { NomadClient } from '../nomad/client.js';
 import { nomadConfigFromEnv } from '../nomad/config.js';
@@ -7,7 +7,6 @@ import { changeJson, describeChange, describeVerdict, formatTime, paint, verdict
 import type { ConnectionState } from '../supervisor/types.js';
 import type { JobShard } from '../intake/scope.js';
 import { startInspector } from '../inspect/inspector.js';
-import { jobShard, listenAddress, portNumber } from './argumentParsers.js';
 import { startMetricsEndpoint } from './metricsEndpoint.js';
 import type { ListenAddress } from '../metrics/server.js';
 import { processIo, type CommandIo } from './commandIo.js';
@@ -112,27 +111,15 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
   return exitCode;
 }
 
-
-
-export function registerWatchCommand(program: Command): void {
-  program
-    .command('watch')
-    .description("Follow the cluster at NOMAD_ADDR and print each allocation's state changes and verdicts")
-    .addOption(new Option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)'))
-    .addOption(new Option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these'))
-    .option('--shard <i/n>', 'judge only the jobs that hash to shard i of n (n processes split the cluster, each job judged by one)', jobShard)
-    .option('--json', 'one JSON object a line')
-    .option('--inspect [port]', 'serve the inspector web page (live state charts and reasons) on this port, or any free one', portNumber)
-    .option('--metrics [addr]', 'serve Prometheus metrics at http://[host:]port/metrics (default 127.0.0.1, any free port)', listenAddress)
-    .action(async (options: Omit<WatchOptions, 'inspect' | 'metrics'> & { inspect?: number | true; metrics?: ListenAddress | true }, command: Command) => {
-      const { inspect, metrics, ...rest } = options;
-      process.exitCode = await watch(
-        {
-          ...rest,
-          ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }),
-          ...(metrics === undefined ? {} : { metrics: metrics === true ? { host: '127.0.0.1', port: 0 } : metrics }),
-        },
-        { ...processIo(), logger: processLogger(command, systemClock) },
-      );
-    });
+/** `warden watch` run from the command line (its options as commandLine/watch.ts parses them). */
+export async function watchAction(options: Omit<WatchOptions, 'inspect' | 'metrics'> & { inspect?: number | true; metrics?: ListenAddress | true }, command: Command): Promise<void> {
+  const { inspect, metrics, ...rest } = options;
+  process.exitCode = await watch(
+    {
+      ...rest,
+      ...(inspect === undefined ? {} : { inspect: inspect === true ? 0 : inspect }),
+      ...(metrics === undefined ? {} : { metrics: metrics === true ? { host: '127.0.0.1', port: 0 } : metrics }),
+    },
+    { ...processIo(), logger: processLogger(command, systemClock) },
+  );
 }

@@ -5,7 +5,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { errorMessage } from '../errorMessage.js';
+import type { ListenAddress } from './listenAddress.js';
 import type { WardenMetrics } from './wardenMetrics.js';
+
+export { parseListenAddress, type ListenAddress } from './listenAddress.js';
 
 export const METRICS_PATH = '/metrics';
 
@@ -22,19 +25,6 @@ export async function handleMetricsRequest(metrics: Pick<WardenMetrics, 'scrape'
   } catch (error) {
     res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`collecting metrics failed: ${errorMessage(error)}\n`);
   }
-}
-
-/** Where to listen: `port`, `host:port` or `[ipv6]:port`; a bare flag means 127.0.0.1 and any free port. */
-export interface ListenAddress {
-  readonly host: string;
-  readonly port: number;
-}
-
-export function parseListenAddress(text: string): ListenAddress {
-  const match = /^(?:(\[[0-9a-fA-F:.]+\]|[^\s:[\]]+):)?(\d{1,5})$/.exec(text.trim());
-  const port = Number(match?.[2]);
-  if (match === null || port > 65_535) throw new RangeError(`expected [host:]port (port 0-65535; 0 picks a free one), got ${JSON.stringify(text)}`);
-  return { host: (match[1] ?? '127.0.0.1').replace(/^\[(.*)\]$/, '$1'), port };
 }
 
 export interface MetricsServer {

@@ -3,7 +3,8 @@
  * namespace/region query parameters, gzip, time limits on the injected clock, and Nomad's error
  * convention (any status but 200 is an error whose body is plain text).
  */
-import { Pool, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Pool } from './undiciPool.js';
 import type { Clock } from '../clock/clock.js';
 // Not the clock index: it loads the RxJS scheduler, which a command line that only makes requests need not.
 import { systemClock } from '../clock/systemClock.js';

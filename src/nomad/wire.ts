@@ -10,6 +10,7 @@ import { createGunzip, gunzipSync } from 'node:zlib';
 import { pipeline } from 'node:stream';
 import type { Dispatcher, Pool } from 'undici';
 import type { HttpMethod } from './transport.js';
+import { request as poolRequest } from './undiciPool.js';
 
 export interface WireRequest {
   /** scheme://host:port of the API (Nomad's, Consul's): which server is asked. */
@@ -105,7 +106,7 @@ export class UndiciWire implements NomadWire {
 
   async send(request: WireRequest): Promise<WireResponse> {
     const { method, path, headers, body, signal } = request;
-    const response = await this.pool.request({ path, method, headers, body, signal });
+    const response = await poolRequest(this.pool, { path, method, headers, body, signal });
     const gzip = isGzip(response.headers);
     return {
       statusCode: response.statusCode,

@@ -38,7 +38,7 @@ test('its arguments are ones `warden serve` takes', async () => {
   const job = parseJobHcl(hcl) as { TaskGroups: { Tasks: Task[] }[] };
   const args = job.TaskGroups[0]!.Tasks[0]!.Config.args.map((arg) => arg.replace('${NOMAD_ADDR_api}', '10.0.0.7:7200'));
   const argv = ['node', 'warden', ...args];
-  const program = await buildProgram(argv, '0.0.0');
+  const program = buildProgram('0.0.0');
   const serve = program.commands.find((command: Command) => command.name() === 'serve')!;
   let parsed: Record<string, unknown> | undefined;
   serve.action((options: Record<string, unknown>) => void (parsed = options));

@@ -3,7 +3,6 @@
  * into the output a script parses), Ctrl-C and SIGTERM with the shell's codes, usage errors apart
  * from "unhealthy", NO_COLOR honoured.
  */
-import { createServer } from 'node:http';
 import { gate } from '../../src/cli/gateCommand.js';
 import { interruptedExitCode, useColor } from '../../src/cli/commandIo.js';
 import { EXIT_USAGE, exitStatusOf, signalExitCode } from '../../src/cli/exitCodes.js';
@@ -12,14 +11,7 @@ import { watch } from '../../src/cli/watchCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { driveTo } from '../supervisor/support/harness.js';
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
+import { closedPort } from './support/closedPort.js';
 
 function io(env: Record<string, string>, clock = new VirtualClock()) {
   const out: string[] = [];
@@ -78,7 +70,7 @@ test('usage errors exit 64 with the message on stderr; --help and --version exit
     const err = jest.spyOn(process.stderr, 'write').mockImplementation((text) => written.push(`err:${String(text)}`) > 0);
     try {
       const argv = ['node', 'warden', ...args];
-      return { code: await main(argv, await buildProgram(argv, '9.9.9')), written: written.join('') };
+      return { code: await main(argv, buildProgram('9.9.9')), written: written.join('') };
     } finally {
       out.mockRestore();
       err.mockRestore();

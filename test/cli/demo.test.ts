@@ -3,7 +3,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultRecordingsDir, runDemo } from '../../src/cli/demoCommand.js';
+import { runDemo } from '../../src/cli/demoCommand.js';
+import { defaultRecordingsDir } from '../../src/cli/commandLine/demo.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { loadScenario, SCENARIOS } from '../supervisor/support/harness.js';
 

@@ -1,6 +1,8 @@
 /** Structured logs: pino passed to the supervisor as it is, the command line's JSON and pretty forms, no token ever. */
 import { pino } from 'pino';
-import { createCliLogger, prettyRecord } from '../../src/cli/logging.js';
+import type { Command } from 'commander';
+import { createCliLogger, processLogger, prettyRecord } from '../../src/cli/logging.js';
+import { buildProgram } from '../../src/cli/main.js';
 import { watch } from '../../src/cli/watchCommand.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { createSupervisor } from '../../src/supervisor/index.js';
@@ -84,4 +86,28 @@ describe('warden watch with the command line logger', () => {
     expect(output.some((line) => line.includes('unhealthy'))).toBe(true);
     expect([...logs, ...output].join('\n')).not.toContain(TOKEN);
   });
+});
+
+test("a configuration's logger level and format apply where --log-level and --log-format are not given", async () => {
+  const logged = async (globals: string[], fallback: Parameters<typeof processLogger>[2]): Promise<string> => {
+    const program = buildProgram('0.0.0');
+    let command: Command | undefined;
+    program.commands.find((candidate) => candidate.name() === 'serve')!.action((_options: unknown, self: Command) => void (command = self));
+    await program.parseAsync(['node', 'warden', ...globals, 'serve']);
+    const written: string[] = [];
+    const stderr = jest.spyOn(process.stderr, 'write').mockImplementation((text) => written.push(String(text)) > 0);
+    try {
+      const logger = processLogger(command!, new VirtualClock(), fallback);
+      logger.debug('a debug record');
+      logger.info('an info record');
+    } finally {
+      stderr.mockRestore();
+    }
+    return written.join('');
+  };
+  const fromConfiguration = await logged([], { level: 'debug', format: 'json' });
+  expect(fromConfiguration.trim().split('\n').map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual(['a debug record', 'an info record']);
+  const fromFlags = await logged(['--log-level', 'info', '--log-format', 'pretty'], { level: 'debug', format: 'json' });
+  expect(fromFlags).not.toContain('a debug record');
+  expect(fromFlags).toMatch(/ INFO {2}an info record\n$/);
 });

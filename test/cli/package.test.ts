@@ -4,8 +4,10 @@
  * within reach of that project.
  */
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, readFileSync, readlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { closedPort } from './support/closedPort.js';
 import { packedWarden, REPOSITORY, type PackedWarden } from './support/packedWarden.js';
 
 let warden: PackedWarden;
@@ -31,7 +33,7 @@ function ran(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv =
 const manifest = JSON.parse(readFileSync(join(REPOSITORY, 'package.json'), 'utf8')) as { version: string };
 
 test('the bin is the compiled JavaScript, run by node; nothing of the build is installed', async () => {
-  expect(readlinkSync(warden.bin)).toBe('../warden/dist/src/cli/bin.js');
+  expect(readlinkSync(warden.bin)).toBe('../warden/dist/cli/warden.js');
   expect(readFileSync(warden.bin, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env node');
   for (const absent of ['tsx', 'typescript', 'node-pty', '@swc/core']) expect(existsSync(join(warden.project, 'node_modules', absent))).toBe(false);
   expect(readFileSync(join(warden.packageDir, 'LICENSE'), 'utf8')).toMatch(/^Mozilla Public License Version 2\.0\n/);
@@ -50,6 +52,61 @@ test('--version, --help, and a usage error with its own exit code on stderr', as
   const usage = await ran(warden.bin, ['gate'], warden.project);
   expect(usage).toMatchObject({ code: 64, stdout: '' });
   expect(usage.stderr).toContain("error: missing required argument 'job'");
+});
+
+/** What one run of the installed bin compiles: every ESM file (a load hook) and CommonJS file (the loader), relative to the project. */
+async function loaded(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran & { files: string[] }> {
+  const scratch = mkdtempSync(join(tmpdir(), 'warden-loaded-'));
+  try {
+    const log = join(scratch, 'loaded.log');
+    writeFileSync(log, '');
+    writeFileSync(join(scratch, 'hook.mjs'), `import { appendFileSync } from 'node:fs';
+export async function load(url, context, next) {
+  if (url.startsWith('file:')) appendFileSync(${JSON.stringify(log)}, new URL(url).pathname + '\\n');
+  return next(url, context);
+}`);
+    writeFileSync(join(scratch, 'register.mjs'), `import { Module, register } from 'node:module';
+import { appendFileSync } from 'node:fs';
+register('./hook.mjs', import.meta.url);
+const compile = Module.prototype._compile;
+Module.prototype._compile = function (content, filename) {
+  appendFileSync(${JSON.stringify(log)}, filename + '\\n');
+  return compile.call(this, content, filename);
+};`);
+    const result = await ran(warden.bin, args, warden.project, { ...process.env, ...env, NODE_OPTIONS: `--import ${join(scratch, 'register.mjs')}` });
+    const files = [...new Set(readFileSync(log, 'utf8').split('\n').filter((file) => file.startsWith(warden.project)))].map((file) => relative(warden.project, file));
+    return { ...result, files };
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+const COMMAND_MODULES = /(watch|gate|demo|exec|serve|record)Commands?-[A-Z0-9]+\.js$/;
+
+test('start-up: --version and the help load no command, a command only its own; all of it from the bundle', async () => {
+  for (const args of [['--version'], ['--help'], ['exec', '--help']]) {
+    const { code, files } = await loaded(args);
+    expect({ args, code }).toEqual({ args, code: 0 });
+    expect(files[0]).toBe('node_modules/warden/dist/cli/warden.js');
+    expect(files.filter((file) => !file.startsWith('node_modules/warden/dist/cli/'))).toEqual([]);
+    expect(files.filter((file) => COMMAND_MODULES.test(file))).toEqual([]);
+  }
+  const exec = await loaded(['exec', 'ab', '--', 'true'], { NOMAD_ADDR: `http://127.0.0.1:${await closedPort()}` });
+  expect(exec).toMatchObject({ code: 2, stdout: '' });
+  expect(exec.stderr).toContain('Error querying allocation');
+  expect(exec.files.filter((file) => COMMAND_MODULES.test(file)).map((file) => file.replace(/-[A-Z0-9]+\.js$/, ''))).toEqual(['node_modules/warden/dist/cli/chunks/execCommand']);
+  expect(exec.files.filter((file) => !file.startsWith('node_modules/warden/dist/cli/'))).toEqual([]);
+});
+
+test("serve reads a Poseidon configuration file from the installed package (its YAML parser bundled)", async () => {
+  const scratch = mkdtempSync(join(tmpdir(), 'warden-config-'));
+  try {
+    writeFileSync(join(scratch, 'configuration.yaml'), 'server:\n  port: 7200\n  prot: 7201\n');
+    const result = await ran(warden.bin, ['serve', '--config', join(scratch, 'configuration.yaml')], warden.project);
+    expect(result).toEqual({ code: 64, stdout: '', stderr: `error: ${join(scratch, 'configuration.yaml')}:3: server.prot: not a key of Poseidon's configuration (did you mean port?)\n` });
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 });
 
 test('the demo runs from the installed package: its recordings are in it', async () => {

@@ -14,7 +14,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
-export const REPOSITORY = join(__dirname, '..', '..', '..');
+// This file's folder under Jest (CommonJS) and under tsx (ESM: a bench) alike.
+export const REPOSITORY = join(typeof __dirname === 'string' ? __dirname : import.meta.dirname, '..', '..', '..');
 
 export interface PackedWarden {
   /** The fresh project that installed the tarball. */
