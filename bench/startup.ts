@@ -194,7 +194,10 @@ async function main(): Promise<void> {
   const unbundled = join(warden.packageDir, 'dist', 'src', 'cli', 'bin.js');
   const fake = await FakeNomad.start({});
   fake.cluster.registerJob({ ID: 'bench', Name: 'bench', Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'app', Count: 1, Tasks: [{ Name: 'main', Driver: 'raw_exec', Config: {} }] }] });
-  const fakeAlloc = String(fake.cluster.placeAllocations('bench')[0]?.ID).slice(0, 8);
+  const placed = String(fake.cluster.placeAllocations('bench')[0]?.ID);
+  // Nomad execs only into a task that runs.
+  fake.cluster.startTask(placed);
+  const fakeAlloc = placed.slice(0, 8);
   const fakeEnv = { NOMAD_ADDR: fake.address };
   const live = await liveNomad();
 

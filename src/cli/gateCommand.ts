@@ -60,7 +60,8 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
     const supervisor = createSupervisor({
     nomad,
     clock,
-    scope: { namespaces: [namespace], jobPrefixes: [jobId] },
+    // Its own job's events only, filtered by Nomad: a gate in a busy cluster reads no one else's.
+    scope: { namespaces: [namespace], jobs: [jobId] },
     ...(consul ? { consul } : {}),
     ...(io.logger ? { logger: io.logger } : {}),
     ...(io.random ? { random: io.random } : {}),

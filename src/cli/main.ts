@@ -41,11 +41,16 @@ const COMMANDS: readonly [define: (program: Command) => Command, load: () => Pro
  */
 const WASM_TIERING_BUDGET = '--wasm-tiering-budget=180000000';
 
-/** The program with every command registered; a command's module loads when its action runs. */
-export function buildProgram(version = packageVersion(packageRootOf(process.argv[1] ?? '.'))): Command {
+/**
+ * The program with every command registered; a command's module loads when its action runs. Given
+ * the command line (`argv`), the program's -V/--version is registered only where it can be the
+ * program's: with no command named, or before the command. After one it is the command's own
+ * (`warden gate web --version 1`: the job version to gate), which commander would otherwise take
+ * for the program's wherever it stands (it printed the version and exited 0, read by CI as healthy).
+ */
+export function buildProgram(version = packageVersion(packageRootOf(process.argv[1] ?? '.')), argv?: readonly string[]): Command {
   const program = new Command('warden')
     .description('Supervise HashiCorp Nomad allocations: health verdicts, evaluations, exec sessions.')
-    .version(version, '-V, --version', 'print the version')
     .showHelpAfterError()
     // Commander's own exits become errors, inherited by every subcommand registered below.
     .exitOverride()
@@ -58,11 +63,19 @@ export function buildProgram(version = packageVersion(packageRootOf(process.argv
       await action(...args);
     });
   }
+  if (argv === undefined || programVersionAsked(argv, new Set(program.commands.map((command) => command.name())))) program.version(version, '-V, --version', 'print the version');
   return program;
 }
 
+/** Whether `argv` names no command, or asks for the version before the command it names (the global options' values never name one). */
+function programVersionAsked(argv: readonly string[], commands: ReadonlySet<string>): boolean {
+  const args = argv.slice(2);
+  const at = args.findIndex((arg) => commands.has(arg));
+  return at < 0 || args.slice(0, at).some((arg) => arg === '-V' || arg === '--version');
+}
+
 /** Runs the command line; resolves with the exit code when commander decided it (help, version, usage). */
-export async function main(argv: readonly string[] = process.argv, program = buildProgram()): Promise<number | undefined> {
+export async function main(argv: readonly string[] = process.argv, program = buildProgram(undefined, argv)): Promise<number | undefined> {
   try {
     await program.parseAsync([...argv]);
     return undefined;

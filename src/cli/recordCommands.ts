@@ -23,8 +23,8 @@ export async function replay(file: string, options: { json?: boolean; speed?: nu
 
 /** `warden record` run from the command line (its options as commandLine/record.ts parses them). */
 export async function recordAction(file: string, options: WatchOptions, command: Command): Promise<void> {
-  const { namespace, jobPrefix, shard } = options;
-  const recorded: RecordedCommand = { name: 'watch', options: { ...(namespace ? { namespace } : {}), ...(jobPrefix ? { jobPrefix } : {}), ...(shard ? { shard } : {}) } };
+  const { namespace, jobPrefix, job, shard } = options;
+  const recorded: RecordedCommand = { name: 'watch', options: { ...(namespace ? { namespace } : {}), ...(jobPrefix ? { jobPrefix } : {}), ...(job ? { job } : {}), ...(shard ? { shard } : {}) } };
   const io = { ...processIo(), logger: processLogger(command, systemClock) };
   process.exitCode = await withRecording(file, recorded, io, (recordingIo) => watch(options, recordingIo));
 }

@@ -20,7 +20,7 @@ import type { WatchOptions } from './watchCommand.js';
  */
 
 /** The recorded command: which one, with the options a replay runs it with again. */
-export type RecordedCommand = { name: 'watch'; options: Pick<WatchOptions, 'namespace' | 'jobPrefix' | 'shard'> } | { name: 'gate'; options: GateOptions & { jobId: string } };
+export type RecordedCommand = { name: 'watch'; options: Pick<WatchOptions, 'namespace' | 'jobPrefix' | 'job' | 'shard'> } | { name: 'gate'; options: GateOptions & { jobId: string } };
 
 /** NOMAD_* / CONSUL_* settings a replay needs to ask the same questions: addresses, namespaces, region; never a token or a file. */
 function recordedEnv(io: CommandIo): Record<string, string> {

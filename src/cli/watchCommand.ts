@@ -27,6 +27,8 @@ export interface WatchOptions {
   /** Namespaces to watch; default the environment's NOMAD_NAMESPACE, else "default". */
   namespace?: string[];
   jobPrefix?: string[];
+  /** Exact job ids: Nomad then sends only their events. */
+  job?: string[];
   /** Judge only the jobs of this shard (`--shard i/n`). */
   shard?: JobShard;
   json?: boolean;
@@ -70,6 +72,7 @@ export async function watch(options: WatchOptions, io: CommandIo): Promise<numbe
     scope: {
       ...(namespaces ? { namespaces } : {}),
       ...(options.jobPrefix ? { jobPrefixes: options.jobPrefix } : {}),
+      ...(options.job ? { jobs: options.job } : {}),
       ...(options.shard ? { shard: options.shard } : {}),
     },
   });

@@ -82,12 +82,24 @@ export class DeploymentGates {
     result.catch(() => undefined);
     for (const record of this.options.verdicts()) this.onVerdict(record);
     for (const record of this.options.unjudged()) this.onUnjudged(record);
-    // Restart safety: the deployment may have started (or ended) before we watched.
+    // Restart safety: the deployment may have started (or ended) before we watched. The version's
+    // own, not the job's latest: a gate on an older version (the job registered again since, or
+    // reverted) reads the deployment of that version.
     try {
-      const latest = await nomad.query<Deployment | null>(`/v1/job/${encodeURIComponent(jobId)}/deployment`, { namespace });
-      if (latest.body) this.onDeployment(latest.body);
+      const deployments = await nomad.query<Deployment[] | null>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace });
+      for (const deployment of deployments.body ?? []) if (deployment.JobVersion === version) this.onDeployment(deployment);
     } catch (error) {
-      this.options.logger.warn('could not read the latest deployment', { jobId, error: errorMessage(error) });
+      this.options.logger.warn("could not read the job's deployments", { jobId, error: errorMessage(error) });
+    }
+    // --fail-fast: a group that could not be placed before we watched ended it already (the stream
+    // brings only what comes).
+    if (options.failFast) {
+      try {
+        const evaluations = await nomad.query<Evaluation[] | null>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace });
+        for (const evaluation of evaluations.body ?? []) this.onEvaluation(evaluation);
+      } catch (error) {
+        this.options.logger.warn("could not read the job's evaluations", { jobId, error: errorMessage(error) });
+      }
     }
     return result;
   }

@@ -28,6 +28,8 @@ export interface UnhealthyAllocation {
   at: number;
   /** Per task, why it kept the allocation from being healthy. */
   reasons: Readonly<Record<string, string>>;
+  /** Nomad's recorded verdict, taken where the kept history could not decide (its reasons as far as its events still hold them). */
+  basis?: 'nomad';
 }
 
 /**
@@ -143,6 +145,8 @@ export class DeploymentWatch {
   onVerdict(allocId: string, deploymentId: string | undefined, name: string | undefined, outcome: VerdictOutcome): void {
     if (!deploymentId) return;
     this.verdicts.set(allocId, { deploymentId, outcome, name });
+    // Its kept history could not decide, and Nomad recorded nothing: named among the unjudged, with why.
+    if ('undetermined' in outcome) this.onUnjudged(allocId, deploymentId, name, outcome.reason);
     if (this.options.failFast && !this.ending && 'healthy' in outcome && !outcome.healthy && deploymentId === this.deployment?.ID) {
       this.ending = { kind: 'failed', rule: 'fail-fast', reason: `${plural(this.unhealthy().length, 'allocation')} unhealthy` };
     }
@@ -193,7 +197,9 @@ export class DeploymentWatch {
     const id = this.deployment?.ID;
     return [...this.verdicts]
       .flatMap(([allocId, v]) =>
-        v.deploymentId === id && 'healthy' in v.outcome && !v.outcome.healthy ? [{ allocId, name: v.name, at: v.outcome.at, reasons: v.outcome.reasons }] : [],
+        v.deploymentId === id && 'healthy' in v.outcome && !v.outcome.healthy
+          ? [{ allocId, name: v.name, at: v.outcome.at, reasons: v.outcome.reasons, ...('basis' in v.outcome ? { basis: v.outcome.basis } : {}) }]
+          : [],
       )
       .sort((a, b) => a.at - b.at || a.allocId.localeCompare(b.allocId));
   }

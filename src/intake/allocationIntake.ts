@@ -22,6 +22,7 @@ import type { Clock, TimerHandle } from '../clock/index.js';
 import type { ServiceCheckSources } from '../nomadChecks/checkSources.js';
 import type { OptInHealthPolicy } from '../health/policy.js';
 import { judgeSight } from '../health/historyFeed.js';
+import { nomadDecision, type NomadDecision } from '../health/nomadDecision.js';
 import { parseNanoTime } from '../health/nomadTime.js';
 import type { HealthChange, HealthRegistry } from '../health/registry.js';
 import type { NomadClient } from '../nomad/client.js';
@@ -34,7 +35,7 @@ import type { ResolvedScope } from './scope.js';
 import { AllocationNotJudgedError, SupervisorStoppedError } from './errors.js';
 import { errorMessage } from '../errorMessage.js';
 import { judgementOf, type Judgement } from './judgement.js';
-import type { AllocationRef, StateChange, VerdictRecord } from './types.js';
+import type { AllocationRef, StateChange, VerdictOutcome, VerdictRecord } from './types.js';
 import { VerdictBook, type Unjudged } from './verdictBook.js';
 
 export interface AllocationIntakeOptions {
@@ -55,7 +56,7 @@ export interface AllocationIntakeOptions {
   /** How long after it happened a live update arrived (for the settle window: freshness.ts). */
   readonly noteLag?: ((ms: number) => void) | undefined;
   /** Something could not be used (an allocation's job, a malformed allocation): reported, not thrown. */
-  readonly report: (problem: { kind: 'job-unavailable' | 'bad-allocation'; allocId: string; message: string }) => void;
+  readonly report: (problem: { kind: 'job-unavailable' | 'bad-allocation' | 'nomad-disagrees'; allocId: string; message: string }) => void;
 }
 
 /** One allocation being judged, as its health machine sees it now (read-only, for the inspector). */
@@ -81,6 +82,13 @@ interface Admitted {
   opening: boolean;
   /** Where judging is to start after an in-place update (for the opening sight). */
   readonly rewatchedFrom: number | undefined;
+  /**
+   * Its kept history cannot decide (Nomad's cap of 10 events a task) and its client has not recorded
+   * a decision yet: it waits for Nomad's (by its deadline at the latest), with no machine.
+   */
+  awaitingNomad: boolean;
+  /** The decision its client recorded, once a copy carried one: checked against Warden's verdict. */
+  nomad: NomadDecision | undefined;
 }
 
 function deploymentOf(allocation: Pick<Allocation, 'DeploymentID'>): string | undefined {
@@ -97,6 +105,18 @@ function movedFrom(judged: string | undefined, allocation: Allocation): boolean 
 }
 
 const CLIENT_TERMINAL: ReadonlySet<string | undefined> = new Set(['complete', 'failed', 'lost']);
+
+/** Nomad's client is still watching the allocation for a deployment: it will record a decision. */
+function nomadStillDeciding(allocation: Allocation, policy: HealthPolicy): boolean {
+  return policy.source === 'update' && allocation.DesiredStatus === 'run' && !CLIENT_TERMINAL.has(allocation.ClientStatus) && deploymentOf(allocation) !== undefined;
+}
+
+/** The verdict as a few words, for a disagreement's message. */
+function verdictWords(outcome: VerdictOutcome): string {
+  if ('stopped' in outcome) return `stopped (not judged) at ${new Date(outcome.at).toISOString()}`;
+  if ('undetermined' in outcome) return 'undetermined';
+  return `${outcome.healthy ? 'healthy' : 'unhealthy'} at ${new Date(outcome.at).toISOString()}`;
+}
 
 export class AllocationIntake {
   readonly verdicts$: Observable<VerdictRecord>;
@@ -123,6 +143,8 @@ export class AllocationIntake {
   private readonly moves: InPlaceMoves;
   /** One string for each job and deployment ID, however many allocations' refs name it (each copy of an allocation brings its own). */
   private readonly names = new BoundedHistory<string>(1_024);
+  /** Allocations whose verdict has been checked against the decision Nomad's client recorded. */
+  private readonly checkedWithNomad: BoundedHistory<true>;
   /** How each job version's groups are judged, decided once per job object the cache hands out (all its allocations share the policy). */
   private readonly judgements = new WeakMap<Job, Map<string, Judgement>>();
   private stopped = false;
@@ -133,6 +155,7 @@ export class AllocationIntake {
     this.rewatches = new BoundedHistory(options.historySize);
     this.awaitingClient = new BoundedHistory(options.historySize);
     this.awaitingJob = new BoundedHistory(options.historySize);
+    this.checkedWithNomad = new BoundedHistory(options.historySize);
     this.moves = new InPlaceMoves(options.nomad, options.historySize);
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
@@ -158,7 +181,7 @@ export class AllocationIntake {
     // Decided (judged or not) for the deployment it is in: nothing more to do.
     const judged = this.book.verdict(id);
     const unjudged = this.book.unjudgedReason(id);
-    if (judged && !movedFrom(judged.alloc.deploymentId, allocation)) return;
+    if (judged && !movedFrom(judged.alloc.deploymentId, allocation)) return this.checkWithNomad(judged, nomadDecision(allocation));
     if (unjudged && !movedFrom(unjudged.alloc.deploymentId, allocation)) return;
     if (admitted || judged || unjudged) this.rewatch(id, allocation);
     this.resolve(id, allocation);
@@ -339,7 +362,7 @@ export class AllocationIntake {
     }
     const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
     const rewatchedFrom = rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy);
-    const admitted: Admitted = { ref: this.refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening: true, rewatchedFrom };
+    const admitted: Admitted = { ref: this.refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined };
     this.admitted.set(id, admitted);
     const forgotten = this.awaitingClient.set(id, true);
     if (forgotten !== undefined && this.admitted.get(forgotten)?.opening === true) this.admitted.delete(forgotten);
@@ -364,7 +387,9 @@ export class AllocationIntake {
     const { registry, checks, logger } = this.options;
     const id = admitted.ref.allocId;
     const opening = admitted.opening;
-    const rewatchedFrom = opening ? admitted.rewatchedFrom : undefined;
+    // Until a machine runs for it, each sight is an opening one.
+    const rewatchedFrom = opening || admitted.awaitingNomad ? admitted.rewatchedFrom : undefined;
+    admitted.nomad = nomadDecision(allocation, admitted.rewatchedFrom) ?? admitted.nomad;
     try {
       const sight = judgeSight(registry, allocation, admitted.group, admitted.policy, rewatchedFrom === undefined ? { id } : { id, rewatchedFrom });
       for (const problem of sight.problems) logger.debug('allocation history', { allocId: id, problem });
@@ -382,9 +407,16 @@ export class AllocationIntake {
         this.awaitingClient.delete(id);
       }
       if (live && sight.kind === 'judging' && sight.newestEventAt !== null) this.options.noteLag?.(this.options.clock.now() - sight.newestEventAt);
-      if (sight.kind === 'undetermined') {
+      if (sight.kind === 'undetermined' && nomadStillDeciding(allocation, admitted.policy)) {
+        if (!admitted.awaitingNomad) logger.debug("the allocation's kept history cannot decide; waiting for Nomad's recorded decision", { allocId: id });
+        admitted.awaitingNomad = true;
+        return;
+      }
+      if (sight.kind === 'undetermined' || sight.kind === 'recorded') {
+        if (sight.kind === 'recorded') logger.info("the allocation's kept history cannot decide: Nomad's recorded verdict taken", { allocId: id, healthy: sight.outcome.healthy });
+        this.forget(id);
         this.admitted.delete(id);
-        this.decide({ alloc: admitted.ref, outcome: sight.outcome });
+        this.decide({ alloc: admitted.ref, outcome: sight.outcome }, admitted.nomad);
         return;
       }
       // The checks as known now: they count from now, not from the history's start.
@@ -409,7 +441,7 @@ export class AllocationIntake {
     }
     this.admitted.delete(change.allocationId);
     this.forget(change.allocationId);
-    this.decide({ alloc: admitted.ref, outcome: change.outcome });
+    this.decide({ alloc: admitted.ref, outcome: change.outcome }, admitted.nomad);
   }
 
   private refOf(allocation: Allocation): AllocationRef {
@@ -435,9 +467,32 @@ export class AllocationIntake {
     this.unjudgedSubject.next(unjudged);
   }
 
-  private decide(record: VerdictRecord): void {
+  private decide(record: VerdictRecord, nomad: NomadDecision | undefined): void {
     this.book.record(record);
     this.verdictSubject.next(record);
+    this.checkWithNomad(record, nomad);
+  }
+
+  /**
+   * Nomad's decision confirms Warden's verdict, or Warden says where they differ (once per
+   * allocation): a verdict judged from the history is Warden's own, never replaced by Nomad's.
+   */
+  private checkWithNomad(record: VerdictRecord, nomad: NomadDecision | undefined): void {
+    const { outcome, alloc } = record;
+    if (nomad === undefined || 'undetermined' in outcome || 'basis' in outcome || this.checkedWithNomad.has(alloc.allocId)) return;
+    this.checkedWithNomad.set(alloc.allocId, true);
+    const nomadWords = `${nomad.healthy ? 'healthy' : 'unhealthy'} at ${new Date(nomad.at).toISOString()}`;
+    const fields = { allocId: alloc.allocId, warden: verdictWords(outcome), nomad: nomadWords };
+    // Nomad 1.1.2's client marks an allocation stopped before it was healthy unhealthy (it never sees the stop).
+    if ('stopped' in outcome ? !nomad.healthy : outcome.healthy === nomad.healthy) {
+      this.options.logger.debug("Nomad's recorded decision agrees", fields);
+      return;
+    }
+    this.options.report({
+      kind: 'nomad-disagrees',
+      allocId: alloc.allocId,
+      message: `allocation ${alloc.allocId}${alloc.name ? ` (${alloc.name})` : ''}: Warden judged it ${verdictWords(outcome)} from its history; Nomad's client recorded ${nomadWords}`,
+    });
   }
 
   /** Drops the machine and the check following of an allocation. */

@@ -6,7 +6,10 @@
  *
  * - Nomad's client syncs allocation updates to the servers in batches (every 200 ms, seconds under
  *   load): a settle window after W covers that. It is learned: at least `settleMs`, and as long as
- *   the longest recent delay between an event's time and its arrival here, with a margin.
+ *   the longest delay between an event's time and its arrival here of the last two minutes, with a
+ *   margin (so it comes back down after a stall; a reconnect's catch-up, late by the outage, is not
+ *   learnt). Where the allocation's client has recorded its own decision, the copy carrying it
+ *   speaks for everything up to then (src/health/nomadDecision.ts): no window is waited for that.
  * - The event stream itself (a stall, an outage, a slow link): after the window, one read of the
  *   allocations table's index (an ID prefix that matches nothing: a few bytes, however big the cluster)
  *   says how far Nomad has written; once the stream has delivered that far, every allocation waiting
@@ -40,6 +43,11 @@ export interface FreshnessOptions {
   readonly settleMs?: number;
   /** Longest settle window, ms (default 30,000). */
   readonly maxSettleMs?: number;
+  /**
+   * How long a delay seen counts for the settle window, ms on the clock (default 120,000): after a
+   * stall, the window comes back down once the stall's delays are this old.
+   */
+  readonly lagMemoryMs?: number;
   /** Parallel reads of single allocations (default 8). */
   readonly concurrency?: number;
   /** Jitter of the retry back-off (default: processRandom). */
@@ -51,7 +59,7 @@ export interface FreshnessOptions {
  * index is not. It must be one Nomad accepts: a prefix of hexadecimal pairs and dashes, else 500.
  */
 const NO_ALLOCATION = '00000000-0000-0000-0000-000000000000';
-/** How many recent delays the settle window remembers. */
+/** How many recent delays the settle window remembers (at most: older than lagMemoryMs, they are forgotten anyway). */
 const LAG_SAMPLES = 128;
 
 /** An allocation waiting to know up to `due`; stale once the allocation waits for another time, or no more. */
@@ -62,34 +70,46 @@ interface Waiting {
 }
 
 /**
- * The longest of the last LAG_SAMPLES delays, kept as they come: a queue of the samples that can
- * still be the longest (each longer than every later one), so a question costs nothing and a sample
- * costs O(1) on average, whatever order delays come in.
+ * The longest of the last LAG_SAMPLES delays seen within `memoryMs`, kept as they come: a queue of
+ * the samples that can still be the longest (each longer than every later one, and so older), so a
+ * question costs O(1) on average and a sample too, whatever order delays come in.
  */
 class RecentLongest {
   private readonly values: number[] = [];
   private readonly positions: number[] = [];
+  private readonly times: number[] = [];
   private head = 0;
   private added = 0;
 
-  get longest(): number {
+  constructor(private readonly memoryMs: number) {}
+
+  /** The longest delay seen within the memory before `now` (0: none). */
+  longestAt(now: number): number {
+    while (this.head < this.values.length && (this.times[this.head] as number) < now - this.memoryMs) this.head++;
+    this.compact();
     return this.values[this.head] ?? 0;
   }
 
-  add(ms: number): void {
+  add(ms: number, now: number): void {
     const position = this.added++;
     while (this.values.length > this.head && (this.values[this.values.length - 1] as number) <= ms) {
       this.values.pop();
       this.positions.pop();
+      this.times.pop();
     }
     this.values.push(ms);
     this.positions.push(position);
+    this.times.push(now);
     while ((this.positions[this.head] as number) <= position - LAG_SAMPLES) this.head++;
-    if (this.head >= LAG_SAMPLES) {
-      this.values.splice(0, this.head);
-      this.positions.splice(0, this.head);
-      this.head = 0;
-    }
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.head < LAG_SAMPLES && this.head < this.values.length) return;
+    this.values.splice(0, this.head);
+    this.positions.splice(0, this.head);
+    this.times.splice(0, this.head);
+    this.head = 0;
   }
 }
 
@@ -114,18 +134,21 @@ export class FreshnessHorizon implements Horizon {
   private delivered = 0;
   private readonly indexWaiters = new Set<{ index: number; resolve: (reached: boolean) => void }>();
   private streamingWaiters: (() => void)[] = [];
-  private readonly lags = new RecentLongest();
+  private readonly lags: RecentLongest;
+  /** When the stream last began streaming after not streaming: what happened before came in its catch-up. */
+  private streamingSince = Number.NEGATIVE_INFINITY;
   private closed = false;
 
   constructor(private readonly options: FreshnessOptions) {
     this.clock = options.clock;
     this.floorMs = options.settleMs ?? 1_000;
     this.maxMs = Math.max(this.floorMs, options.maxSettleMs ?? 30_000);
+    this.lags = new RecentLongest(options.lagMemoryMs ?? 120_000);
   }
 
   /** The settle window now: the floor, or the longest recent delay with a margin. */
   get settleMs(): number {
-    return Math.min(this.maxMs, Math.max(this.floorMs, Math.ceil(this.lags.longest * 1.25) + 100));
+    return Math.min(this.maxMs, Math.max(this.floorMs, Math.ceil(this.lags.longestAt(this.clock.now()) * 1.25) + 100));
   }
 
   knownUpTo(allocationId: string): number {
@@ -163,6 +186,7 @@ export class FreshnessHorizon implements Horizon {
 
   /** The stream is streaming (its reconnect listing delivered), or not. */
   noteStreaming(streaming: boolean): void {
+    if (streaming && !this.streaming) this.streamingSince = this.clock.now();
     this.streaming = streaming;
     if (!streaming) return;
     const waiters = this.streamingWaiters;
@@ -170,10 +194,16 @@ export class FreshnessHorizon implements Horizon {
     for (const resume of waiters) resume();
   }
 
-  /** How long after it happened an update arrived (live, not from a listing): the window covers it. */
+  /**
+   * How long after it happened an update arrived (live, not from a listing): the window covers it.
+   * Not what happened before the stream (re)connected: those came in its catch-up, late by the
+   * outage, not by how Nomad delivers.
+   */
   noteLag(ms: number): void {
     if (!(ms >= 0) || !Number.isFinite(ms)) return;
-    this.lags.add(ms);
+    const now = this.clock.now();
+    if (now - ms < this.streamingSince) return;
+    this.lags.add(ms, now);
   }
 
   close(): void {

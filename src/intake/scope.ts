@@ -1,13 +1,18 @@
 /**
  * Which part of a cluster one supervisor watches: namespaces and/or job id prefixes (Warden runs as
- * several instances, each supervising a namespace or a job prefix), and a shard of the jobs (n
- * instances splitting one cluster). Empty lists mean "all".
+ * several instances, each supervising a namespace or a job prefix) or exact job ids, and a shard of
+ * the jobs (n instances splitting one cluster). Empty lists mean "all".
  */
 export interface SupervisorScope {
   /** Namespaces to watch; default the client's (NOMAD_NAMESPACE), else ["default"], as the Nomad CLI; ["*"] for every namespace. */
   readonly namespaces?: readonly string[];
   /** Job id prefixes to watch; default every job. */
   readonly jobPrefixes?: readonly string[];
+  /**
+   * Exact job ids to watch; default every job. Nomad then sends only their events (the stream's
+   * topics are keyed by job): a deploy gate on one job of a busy cluster reads its own job's.
+   */
+  readonly jobs?: readonly string[];
   /** Only the jobs that fall on this shard of `count` (see shardOf); default every job. */
   readonly shard?: JobShard;
 }
@@ -21,6 +26,8 @@ export interface JobShard {
 export interface ResolvedScope {
   readonly namespaces: readonly string[];
   readonly jobPrefixes: readonly string[];
+  /** Exact job ids (empty: any). */
+  readonly jobs: readonly string[];
   readonly shard: JobShard | undefined;
   includes(namespace: string | undefined, jobId: string | undefined): boolean;
 }
@@ -80,14 +87,17 @@ function checkShard(shard: JobShard): JobShard {
 export function resolveScope(scope: SupervisorScope = {}): ResolvedScope {
   const namespaces = scope.namespaces?.length ? [...scope.namespaces] : ['default'];
   const jobPrefixes = [...(scope.jobPrefixes ?? [])];
+  const jobs = [...(scope.jobs ?? [])];
   const shard = scope.shard === undefined ? undefined : checkShard(scope.shard);
   const anyNamespace = namespaces.includes('*');
   return {
     namespaces,
     jobPrefixes,
+    jobs,
     shard,
     includes(namespace, jobId) {
       if (!anyNamespace && !namespaces.includes(namespace || 'default')) return false;
+      if (jobs.length > 0 && (jobId === undefined || !jobs.includes(jobId))) return false;
       if (jobPrefixes.length > 0 && (jobId === undefined || !jobPrefixes.some((prefix) => jobId.startsWith(prefix)))) return false;
       return shard === undefined || shard.count === 1 || (jobId !== undefined && shardOf(namespace, jobId, shard.count) === shard.index);
     },

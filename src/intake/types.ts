@@ -1,6 +1,7 @@
 /** What the intake tells about allocations: which one, how its health moved, how it ended. */
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import type { HealthOutcome, HealthUndetermined } from '../../machines/allocationHealthTypes.js';
+import type { NomadRecordedVerdict } from '../health/nomadDecision.js';
 
 /** Which allocation a change or verdict is about. */
 export interface AllocationRef {
@@ -24,10 +25,10 @@ export interface StateChange {
 }
 
 /**
- * How an allocation ended: a verdict (healthy or not, with reasons), stopped, or undetermined (its
- * history, as Nomad keeps it, cannot tell).
+ * How an allocation ended: a verdict (healthy or not, with reasons), stopped, or, where its history
+ * as Nomad keeps it cannot tell, Nomad's own recorded verdict (`basis: 'nomad'`) or undetermined.
  */
-export type VerdictOutcome = HealthOutcome | HealthUndetermined;
+export type VerdictOutcome = HealthOutcome | NomadRecordedVerdict | HealthUndetermined;
 
 export interface VerdictRecord {
   alloc: AllocationRef;

@@ -40,7 +40,7 @@ import { SKIPPED_EXAMPLES, decodeFrame, isAllocationEvent, lineExcerpt, undecoda
 import { AllocationFreshness } from './freshness.js';
 import { NdjsonDecoder } from './ndjson.js';
 import { listWatchedAllocations, resyncScope, type Listing, type ResyncScope } from './resync.js';
-import type { Allocation, AllocationEvent, NomadEvent } from './types.js';
+import type { Allocation, AllocationEvent, AllocationListStub, NomadEvent } from './types.js';
 
 export type StreamStatus = 'connecting' | 'resyncing' | 'streaming' | 'backingOff' | 'stopped' | 'failed';
 
@@ -98,6 +98,11 @@ export interface EventStreamOptions {
   idleTimeoutMs?: number;
   /** Also list the watched allocations before the first connection (default false). */
   resyncOnStart?: boolean;
+  /**
+   * Which listed allocations a listing fetches and delivers (default all): a subscriber that judges
+   * a few jobs of a big cluster reads those, not every allocation of the cluster, at each listing.
+   */
+  resyncFilter?: (stub: AllocationListStub) => boolean;
   /**
    * Ask for gzip (default false: Nomad 2.x never compresses the stream, and on a local network
    * decompressing costs more than it saves; worth it over a slow link).
@@ -383,6 +388,7 @@ class StreamSession {
       namespace: this.options.namespace,
       signal,
       isKnown: (id, modifyIndex) => (this.freshness.known(id) ?? -1) >= modifyIndex,
+      ...(this.options.resyncFilter ? { wanted: this.options.resyncFilter } : {}),
     });
     // A full listing shows which allocations Nomad has garbage-collected: forget them, so the
     // memory of delivered versions does not grow with every allocation ever seen.

@@ -32,6 +32,8 @@ export interface ListingOptions {
   signal: AbortSignal;
   /** True when this version (or a newer one) was already delivered: no need to fetch it. */
   isKnown: (id: string, modifyIndex: number) => boolean;
+  /** Which listed allocations matter to the caller (default all): only those are fetched in full. */
+  wanted?: (stub: AllocationListStub) => boolean;
   /** Parallel GETs of changed allocations (default 8). */
   concurrency?: number;
 }
@@ -68,7 +70,8 @@ async function listStubs(client: NomadClient, scope: ResyncScope, options: Listi
 /** Lists the scope's allocations, then fetches in full only those not yet delivered at that version. */
 export async function listWatchedAllocations(client: NomadClient, scope: ResyncScope, options: ListingOptions): Promise<Listing> {
   const { index, stubs } = await listStubs(client, scope, options);
-  const changed = stubs.filter((stub) => !options.isKnown(stub.ID, stub.ModifyIndex));
+  const { wanted } = options;
+  const changed = stubs.filter((stub) => (wanted === undefined || wanted(stub)) && !options.isKnown(stub.ID, stub.ModifyIndex));
   const allocations: Allocation[] = [];
   const undecodable: Listing['undecodable'] = [];
   let next = 0;

@@ -56,9 +56,12 @@ export function describeVerdict(record: VerdictRecord, options: DescribeOptions 
   const head = `${paint(formatTime(outcome.at, options), 'dim', options)}  ${allocationLabel(record.alloc)}  `;
   if ('stopped' in outcome) return `${head}${paint('stopped', 'note', options)} (desired status stop: not judged)`;
   if ('undetermined' in outcome) return `${head}${paint('undetermined', 'note', options)}  ${outcome.reason}`;
-  if (outcome.healthy) return `${head}${paint('healthy', 'good', options)}`;
+  // Nomad's own verdict, where the kept history could not decide: said so.
+  const recorded = 'basis' in outcome ? `  (Nomad's recorded verdict: the history that decided it is gone)` : '';
+  if (outcome.healthy) return `${head}${paint('healthy', 'good', options)}${recorded}`;
   const reasons = reasonsText(outcome.reasons);
-  return `${head}${paint('unhealthy', 'bad', options)}${reasons === '' ? ' (allocation failed)' : `  ${reasons}`}`;
+  const why = reasons !== '' ? `  ${reasons}` : recorded === '' ? ' (allocation failed)' : '';
+  return `${head}${paint('unhealthy', 'bad', options)}${why}${recorded}`;
 }
 
 export function changeJson(change: StateChange): string {
@@ -75,6 +78,7 @@ export function verdictJson(record: VerdictRecord): string {
     verdict: outcome.healthy ? 'healthy' : 'unhealthy',
     ...base,
     reasons: outcome.reasons,
+    ...('basis' in outcome ? { basis: outcome.basis } : {}),
   });
 }
 
@@ -103,7 +107,8 @@ export function describeDeployment(result: DeploymentResult, options: DescribeOp
   for (const alloc of result.unhealthy) {
     lines.push(`  ${[alloc.name, alloc.allocId].filter(Boolean).join(' ')}`);
     const tasks = Object.entries(alloc.reasons).sort(([a], [b]) => a.localeCompare(b));
-    if (tasks.length === 0) lines.push('    (the allocation failed; Nomad gave no per-task reason)');
+    if (alloc.basis === 'nomad') lines.push(`    (Nomad's recorded verdict: the history that decided it is gone${tasks.length === 0 ? ', its reasons with it' : ''})`);
+    else if (tasks.length === 0) lines.push('    (the allocation failed; Nomad gave no per-task reason)');
     for (const [task, reason] of tasks) lines.push(`    ${task}: ${reason}`);
   }
   if (result.evaluation) lines.push(...describeEvaluation(result.evaluation, options).map((line) => `  ${line}`));

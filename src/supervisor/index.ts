@@ -78,7 +78,9 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
       ...(backoff ? { backoff } : {}),
     }),
     freshness: {
-      namespace: namespaces.length === 1 ? namespaces[0] : undefined,
+      // A stream of some jobs' events (or of several namespaces) never shows the allocation table's
+      // index reached: allocations waiting are read one by one instead.
+      namespace: namespaces.length === 1 && scope.jobs.length === 0 ? namespaces[0] : undefined,
       ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
       ...(options.random === undefined ? {} : { random: options.random }),
     },

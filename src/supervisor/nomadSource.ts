@@ -5,7 +5,7 @@ import type { NomadClient } from '../nomad/client.js';
 import { isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, type BatchSkips, type SkippedEvent } from '../nomad/eventFrames.js';
 import { NomadHttpError } from '../nomad/errors.js';
 import { EMPTY_CLOSES_SUSPECTED_REFUSAL, nomadEventStream, type EventBatch, type StreamState } from '../nomad/eventStream.js';
-import type { NomadEvent } from '../nomad/types.js';
+import type { AllocationListStub, NomadEvent } from '../nomad/types.js';
 import { isJobPurge } from '../streams/jobCache.js';
 import type { SupervisorInput, SupervisorInputs } from './inputs.js';
 import type { ResolvedScope } from '../intake/scope.js';
@@ -68,6 +68,16 @@ function ordered(events: readonly NomadEvent[]): readonly NomadEvent[] {
     if (topicOrder(events[i - 1] as NomadEvent) > topicOrder(events[i] as NomadEvent)) return [...events].sort((a, b) => topicOrder(a) - topicOrder(b));
   }
   return events;
+}
+
+/**
+ * The topics to subscribe to: every event of them, or, for a scope of exact jobs, those Nomad keys by
+ * the jobs (a job's own events, and its allocations', evaluations' and deployments', which carry the
+ * job in their FilterKeys), so that Nomad filters them and sends nothing else.
+ */
+export function topicsFor(scope: Pick<ResolvedScope, 'jobs'>): string[] {
+  if (scope.jobs.length === 0) return [...SUPERVISOR_TOPICS];
+  return SUPERVISOR_TOPICS.flatMap((topic) => scope.jobs.map((job) => `${topic}:${job}`));
 }
 
 /** The supervisor's inputs of one batch of the event stream, in the order it takes them. */
@@ -140,8 +150,11 @@ export interface NomadSourceOptions {
 export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Clock, options: NomadSourceOptions = {}): Observable<SupervisorInputs> {
   const { monitor = {}, backoff } = options;
   const namespaces = scope.namespaces.includes('*') ? ['*'] : scope.namespaces;
+  const topics = topicsFor(scope);
   const streams = namespaces.map((namespace) => {
-    const stream = nomadEventStream(client, { topics: SUPERVISOR_TOPICS, namespace, clock, resyncOnStart: true, ...(backoff ? { backoff } : {}) });
+    // A listing fetches in full only the allocations in scope (a gate on one job of a big cluster reads its own).
+    const resyncFilter = (stub: AllocationListStub): boolean => scope.includes(stub.Namespace, stub.JobID);
+    const stream = nomadEventStream(client, { topics, namespace, clock, resyncOnStart: true, resyncFilter, ...(backoff ? { backoff } : {}) });
     return {
       batches: monitor.batch === undefined ? stream.batches : stream.batches.pipe(tap((batch) => monitor.batch?.(batch, namespace))),
       state: monitor.state === undefined ? stream.state : stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),

@@ -60,7 +60,7 @@ export interface SupervisorRuntimeOptions {
    * (src/intake/freshness.ts): the settle window's floor and the event stream's namespace. Without
    * it, time passes at the clock's pace (a source that delivers everything at once).
    */
-  freshness?: Pick<FreshnessOptions, 'namespace' | 'settleMs' | 'maxSettleMs' | 'random'>;
+  freshness?: Pick<FreshnessOptions, 'namespace' | 'settleMs' | 'maxSettleMs' | 'lagMemoryMs' | 'random'>;
 }
 
 export type { WaitForDeploymentOptions } from '../deployments/deploymentGates.js';

@@ -11,8 +11,10 @@ export interface SupervisorProblem {
    * refusing a subscription (most likely the token); reported once per run of such closes, retried.
    * `consul-unavailable`: a Consul health query failed; it is retried with back-off, and allocations
    * judged by their checks wait meanwhile.
+   * `nomad-disagrees`: Warden's verdict of an allocation, judged from its history, is not the
+   * decision Nomad's client recorded for it (its DeploymentStatus); Warden's verdict stands.
    */
-  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'stream-refused' | 'consul-unavailable';
+  kind: 'job-unavailable' | 'bad-payload' | 'bad-allocation' | 'stream-failed' | 'stream-refused' | 'consul-unavailable' | 'nomad-disagrees';
   message: string;
   allocId?: string;
   /** Raft index of the offending batch, when known. */

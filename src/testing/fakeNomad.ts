@@ -101,6 +101,7 @@ export class FakeNomad {
   private readonly streams = new Set<EventStreamSession>();
   private readonly replays = new Set<ReplayHandle>();
   private readonly blocking: BlockingContext;
+  private readonly random: SeededRandom;
   /** The exec endpoint, unless started with `exec: false`. */
   exec: FakeExec | undefined;
   /** The scheduler and client that act by themselves, when started with `acting`. */
@@ -115,6 +116,7 @@ export class FakeNomad {
     private readonly options: FakeNomadOptions,
   ) {
     const random = new SeededRandom(options.seed ?? 1);
+    this.random = random;
     this.broker = new EventBroker(options.eventBufferSize ?? 100);
     this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
     this.cluster.publishPurges = options.version === '2.0';
@@ -219,7 +221,7 @@ export class FakeNomad {
   private startActing(): void {
     const options = this.options.acting;
     if (options === undefined || options === false) return;
-    this.acting = new ActingCluster(this.cluster, this.broker, this.clock, {
+    this.acting = new ActingCluster(this.cluster, this.broker, this.clock, this.random, {
       ...(this.allocRoot === undefined ? {} : { allocRoot: this.allocRoot }),
       ...(options === true ? {} : options),
     });
@@ -296,7 +298,7 @@ export class FakeNomad {
     }
     const route = matchRoute(method, url.pathname);
     if ('status' in route) throw new NomadApiError(route.status, route.text);
-    await route.handler({ req, res, url, params: route.params, cluster: this.cluster, blocking: this.blocking });
+    await route.handler({ req, res, url, params: route.params, cluster: this.cluster, blocking: this.blocking, faults: this.faults });
   }
 
   /** ACL check as Nomad 1.1.2 answers it: an unknown token is "ACL token not found", none at all lacks permission. */

@@ -4,6 +4,8 @@
  */
 import { createServer } from 'node:net';
 import { gate, GATE_AWAITING_PROMOTION, GATE_HEALTHY, GATE_UNHEALTHY, GATE_UNREACHABLE, type GateOptions } from '../../src/cli/gateCommand.js';
+import { EXIT_USAGE } from '../../src/cli/exitCodes.js';
+import { buildProgram, main } from '../../src/cli/main.js';
 import { VirtualClock } from '../../src/clock/index.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { driveTo, flush, loadScenario, requestedIndex, splitAfterRegistration, stripNomadVerdict } from '../supervisor/support/harness.js';
@@ -167,5 +169,43 @@ describe('warden gate', () => {
     expect(code).toBe(GATE_UNREACHABLE);
     expect(lines[0]).toContain(`Nomad at http://127.0.0.1:${port} could not be reached`);
     expect(lines.join('\n')).not.toContain('secret-token-123');
+  });
+});
+
+describe('the command line: --version after gate is the job version, before any command the program\'s', () => {
+  /** The gate options commander hands the gate for `args` (its action replaced), or the exit code and output when commander ends it. */
+  async function parsed(...args: string[]): Promise<{ code: number | undefined; written: string; job?: string; options?: Record<string, unknown> }> {
+    const argv = ['node', 'warden', ...args];
+    const program = buildProgram('9.9.9', argv);
+    let job: string | undefined;
+    let options: Record<string, unknown> | undefined;
+    program.commands.find((command) => command.name() === 'gate')?.action((id: string, opts: Record<string, unknown>) => {
+      job = id;
+      options = opts;
+    });
+    const written: string[] = [];
+    const out = jest.spyOn(process.stdout, 'write').mockImplementation((text) => written.push(String(text)) > 0);
+    const err = jest.spyOn(process.stderr, 'write').mockImplementation((text) => written.push(String(text)) > 0);
+    try {
+      return { code: await main(argv, program), written: written.join(''), ...(job === undefined ? {} : { job }), ...(options === undefined ? {} : { options }) };
+    } finally {
+      out.mockRestore();
+      err.mockRestore();
+    }
+  }
+
+  test('warden gate web --version 1 gates version 1 (it printed the program\'s version and exited 0, which CI read as healthy)', async () => {
+    for (const args of [['gate', 'web', '--version', '1'], ['gate', '--version', '1', 'web'], ['gate', 'web', '--version=1'], ['--log-level', 'warn', 'gate', 'web', '--version', '1']]) {
+      expect({ args, ...(await parsed(...args)) }).toEqual({ args, code: undefined, written: '', job: 'web', options: { version: 1 } });
+    }
+  });
+
+  test('the program\'s own --version still prints it; a gate --version without a number is a usage error, never 0', async () => {
+    expect(await parsed('--version')).toEqual({ code: 0, written: '9.9.9\n' });
+    expect(await parsed('-V')).toEqual({ code: 0, written: '9.9.9\n' });
+    const bare = await parsed('gate', 'web', '--version');
+    expect(bare.code).toBe(EXIT_USAGE);
+    expect(bare.written).toContain("option '--version <n>' argument missing");
+    expect((await parsed('watch', '--version')).code).toBe(EXIT_USAGE);
   });
 });

@@ -148,6 +148,7 @@ test('the main entry and the testing kit load without node-pty; only a tty fake 
     const nomad = await FakeNomad.start({ clock: new VirtualClock() });
     nomad.cluster.registerJob({ ID: 'j', Name: 'j', Type: 'service', Datacenters: ['dc1'], TaskGroups: [{ Name: 'g', Count: 1, Tasks: [{ Name: 't', Driver: 'raw_exec', Config: {} }] }] });
     const [allocation] = nomad.cluster.placeAllocations('j');
+    nomad.cluster.startTask(allocation.ID);
     const client = new ExecClient({ address: nomad.address });
     const piped = client.exec(allocation.ID, { task: 't', command: ['echo', 'hi'] });
     let out = '';

@@ -19,6 +19,7 @@ beforeAll(async () => {
   const sidecar = { ...EXEC_TARGET_JOB, ID: 'pair', Name: 'pair', TaskGroups: [{ ...group, Tasks: [...(group?.Tasks ?? []), { ...group?.Tasks[0], Name: 'sidecar' }] }] };
   h.nomad.cluster.registerJob(sidecar);
   twoTasks = String(h.nomad.cluster.placeAllocations('pair')[0]?.ID);
+  h.nomad.cluster.startTask(twoTasks);
 });
 afterAll(async () => {
   await h.close();
@@ -55,7 +56,11 @@ test('an ambiguous prefix, an unknown one and a missing task are errors with exi
   expect(a.code).toBe(1);
   expect(a.stderr).toContain(`Prefix "${shared}" matched multiple allocations`);
   const unknown = io();
-  expect((await finish(execInAllocation('zz', ['true'], {}, unknown), unknown)).stderr).toContain('No allocation(s) with prefix');
+  expect((await finish(execInAllocation('ffffffff', ['true'], {}, unknown), unknown)).stderr).toContain('No allocation(s) with prefix');
+  // A prefix that is no hexadecimal is Nomad's lookup error, as `nomad alloc exec zz` prints it.
+  const notHex = io();
+  const refused = await finish(execInAllocation('zz', ['true'], {}, notHex), notHex);
+  expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining("500 (alloc lookup failed: index error: Invalid UUID: encoding/hex: invalid byte: U+007A 'z')")]);
   const noTask = io();
   expect((await finish(execInAllocation(twoTasks, ['true'], {}, noTask), noTask)).stderr).toContain('--task');
   const taskGiven = io();
@@ -81,7 +86,7 @@ test('-t with stdin not a terminal is refused as Nomad refuses it, after the loo
   expect(result).toEqual({ code: 1, stdout: '', stderr: 'failed to exec into task: not a terminal\n' });
   // The lookups come first, as with Nomad's CLI: an unknown allocation says so instead.
   const unknown = io();
-  expect((await finish(execInAllocation('zz', ['true'], { tty: true }, unknown), unknown)).stderr).toContain('No allocation(s) with prefix');
+  expect((await finish(execInAllocation('ffffffff', ['true'], { tty: true }, unknown), unknown)).stderr).toContain('No allocation(s) with prefix');
 });
 
 test('without -t, a terminal on both sides gets a terminal, as `nomad alloc exec` defaults; --no-tty keeps pipes', async () => {

@@ -60,7 +60,7 @@ export interface Harness {
   close(): Promise<void>;
 }
 
-/** FakeNomad with the exec endpoint attached, the exec-target job registered and its allocation placed. */
+/** FakeNomad with the exec endpoint attached, the exec-target job registered and its allocation placed and running. */
 export async function startHarness(): Promise<Harness> {
   const clock = new VirtualClock();
   const workdir = mkdtempSync(join(tmpdir(), 'warden-exec-'));
@@ -69,6 +69,8 @@ export async function startHarness(): Promise<Harness> {
   nomad.cluster.registerJob(EXEC_TARGET_JOB);
   const [allocation] = nomad.cluster.placeAllocations(EXEC_TARGET_JOB.ID);
   const allocId = String(allocation?.ID);
+  // Nomad execs only into a task that runs.
+  nomad.cluster.startTask(allocId);
   const unknown = /allocation\/([^/]+)\/exec/.exec(index.cases.g_unknown_alloc?.url ?? '')?.[1] ?? 'unknown';
   return {
     clock,

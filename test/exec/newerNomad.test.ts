@@ -85,7 +85,7 @@ test('an expired token is a permission error in either form', () => {
 test('FakeNomad 2.0 exec takes the token from Authorization: Bearer (Nomad 1.4+)', async () => {
   const fake = await FakeNomad.start({ clock: new VirtualClock(), version: '2.0', token: 'right' });
   try {
-    const url = `${fake.address.replace('http', 'ws')}/v1/client/allocation/x/exec?task=main&command=%5B%22true%22%5D`;
+    const url = `${fake.address.replace('http', 'ws')}/v1/client/allocation/00000000-0000-0000-0000-000000000000/exec?task=main&command=%5B%22true%22%5D`;
     const reason = await new Promise<string>((resolve) => {
       const ws = new WebSocket(url, { headers: { authorization: 'Bearer right' } });
       ws.on('close', (_code: number, text: Buffer) => resolve(text.toString()));

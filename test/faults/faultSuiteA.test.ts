@@ -3,11 +3,10 @@
  * faultSuiteB.test.ts, so both run side by side): 30 seeds each, zero differences in verdicts,
  * times and reasons from the run without faults (see support.ts for the faults drawn).
  */
-import { listScenarios } from '../../src/testing/recording.js';
-import { SCENARIOS } from '../supervisor/support/harness.js';
+import { replayedScenarios } from '../supervisor/support/harness.js';
 import { SEEDS, differencesUnderFaults } from './support.js';
 
-const scenarios = listScenarios(SCENARIOS);
+const scenarios = replayedScenarios();
 const FIRST_HALF = scenarios.slice(0, Math.ceil(scenarios.length / 2));
 
 test.each(FIRST_HALF)('%s: 30 seeds of faults, the same verdicts at the same times with the same reasons', async (name) => {

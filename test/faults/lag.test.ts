@@ -4,12 +4,11 @@
  * nothing earlier is in flight, so the verdicts, their times and their reasons are those of the
  * cluster without lag.
  */
-import { listScenarios } from '../../src/testing/recording.js';
-import { SCENARIOS } from '../supervisor/support/harness.js';
+import { replayedScenarios } from '../supervisor/support/harness.js';
 import { verdictsLagging, verdictsUnder } from './support.js';
 
 const SEEDS = [7, 8, 9, 10, 11];
-const scenarios = listScenarios(SCENARIOS);
+const scenarios = replayedScenarios();
 
 test.each(scenarios)('%s: delays of 0 to 4 s: no difference (the settle window learns how late updates come)', async (name) => {
   const clean = await verdictsUnder(name);

@@ -100,6 +100,12 @@ export interface RunStats {
   failedAnswers: number;
 }
 
+/**
+ * The live tier's recordings (`live/<name>`) are replayed as received, Nomad's answer in: where a
+ * fault loses events to Nomad's cap, Nomad's recorded verdict stands for what is gone (see sameOrRecorded).
+ */
+const transformFor = (name: string) => (name.startsWith('live/') ? {} : { transform: stripNomadVerdict });
+
 /** The verdicts the supervisor reaches over scenario `name`, under the faults of `seed` (none when undefined). */
 export async function verdictsUnder(name: string, seed?: number, stats: RunStats = { streams: 0, failedAnswers: 0 }): Promise<Verdicts> {
   const scenario = loadScenario(name);
@@ -119,7 +125,7 @@ export async function verdictsUnder(name: string, seed?: number, stats: RunStats
         harness.clock.setTimeout(() => inject(harness.fake, fault), fault.at);
       }
     }
-    harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
+    harness.fake.replay(scenario.stream, { ...transformFor(name), fromIndex: requestedIndex(scenario) });
     await driveTo(harness.clock, scenario.closed + TAIL_MS);
     return verdicts(harness.verdicts);
   } finally {
@@ -150,7 +156,7 @@ export async function differencesUnderFaults(name: string, seeds: readonly numbe
     if (stats.streams > 1 || stats.failedAnswers > 0) disturbed++;
     const faults = JSON.stringify(faultsOf(seed, scenario.closed - scenario.opened));
     for (const id of new Set([...Object.keys(clean), ...Object.keys(faulty)])) {
-      if (clean[id] !== faulty[id]) differences.push(`seed ${seed} ${faults}: allocation ${id}: ${faulty[id] ?? 'no verdict'} instead of ${clean[id] ?? 'no verdict'}`);
+      if (!sameOrRecorded(clean[id], faulty[id])) differences.push(`seed ${seed} ${faults}: allocation ${id}: ${faulty[id] ?? 'no verdict'} instead of ${clean[id] ?? 'no verdict'}`);
     }
   }
   return { differences, disturbed, runs: seeds.length };
@@ -160,20 +166,35 @@ export async function differencesUnderFaults(name: string, seeds: readonly numbe
  * The verdicts of a supervisor started right after data line `startAfter` of scenario `name`: the
  * cluster as it stood then (the recording up to that line applied at once), the rest on the clock.
  */
-export async function verdictsStartingAfter(name: string, startAfter: number): Promise<Verdicts> {
+export async function verdictsStartingAfter(name: string, startAfter: number, options: { keepNomadVerdict?: boolean } = {}): Promise<Verdicts> {
   const scenario = loadScenario(name);
   const data = scenario.stream.filter((line) => !isHeartbeatLine(line));
   const startT = (data[startAfter] as RecordedLine).t;
+  const transform = options.keepNomadVerdict ? {} : { transform: stripNomadVerdict };
   const harness = await startHarness(scenario.opened + startT, {}, (fake) => {
-    fake.replay(data.slice(0, startAfter + 1), { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario), immediate: true });
+    fake.replay(data.slice(0, startAfter + 1), { ...transform, fromIndex: requestedIndex(scenario), immediate: true });
   });
   try {
-    harness.fake.replay(data.slice(startAfter + 1).map((line) => ({ ...line, t: line.t - startT })), { transform: stripNomadVerdict });
+    harness.fake.replay(data.slice(startAfter + 1).map((line) => ({ ...line, t: line.t - startT })), transform);
     await driveTo(harness.clock, scenario.closed + TAIL_MS);
     return verdicts(harness.verdicts);
   } finally {
     await harness.close();
   }
+}
+
+/**
+ * Whether a late start's verdict `late` is the full watch's `full` (both as in Verdicts), or Nomad's
+ * recorded verdict standing for it (the late start's kept history could not decide): the same
+ * verdict, within `toleranceMs` of its time, and Nomad's reasons where its events still hold them.
+ */
+export function sameOrRecorded(full: string | undefined, late: string | undefined, toleranceMs = 500): boolean {
+  if (full === late) return true;
+  if (full === undefined || late === undefined) return false;
+  const own = JSON.parse(full) as { healthy?: boolean; at: number; reasons?: Record<string, string> };
+  const recorded = JSON.parse(late) as { healthy?: boolean; at: number; reasons?: Record<string, string>; basis?: string };
+  if (recorded.basis !== 'nomad' || recorded.healthy !== own.healthy || Math.abs(recorded.at - own.at) >= toleranceMs) return false;
+  return Object.keys(recorded.reasons ?? {}).length === 0 || JSON.stringify(recorded.reasons) === JSON.stringify(own.reasons);
 }
 
 /** How many data lines a scenario's recording has. */

@@ -6,10 +6,10 @@
  */
 import { durationMs, parseNomadTime, type HealthOutcome, type OptInHealthPolicy } from '../../src/health/index.js';
 import type { HealthUndetermined } from '../../machines/allocationHealthTypes.js';
-import { formatGoDuration } from '../../machines/allocationHealthRules.js';
+import { todaysWords } from '../../src/health/nomadDecision.js';
 import { isHeartbeatLine, listScenarios } from '../../src/testing/recording.js';
 import type { Job, TaskGroup } from '../../src/nomad/types.js';
-import { replayScenario, SCENARIOS_DIR, type Replay } from './support/replayScenario.js';
+import { liveScenarios, replayScenario, SCENARIOS_DIR, type Replay } from './support/replayScenario.js';
 
 interface ExpectedTaskState {
   State: string;
@@ -21,6 +21,7 @@ interface ExpectedTaskState {
 
 interface ExpectedAllocation {
   ID: string;
+  Name: string;
   JobVersion: number;
   DesiredStatus: string;
   verdict: 'healthy' | 'unhealthy' | 'none';
@@ -41,9 +42,11 @@ const ms = (rfc3339: string): number => {
 };
 const nanosToMs = (time: bigint | number): number => (typeof time === 'bigint' ? Number(time / 1000n) / 1000 : time / 1e6);
 
-function groupOf(replay: Replay, version: number): TaskGroup {
-  const job = (version === 1 ? replay.scenario.jobV1 : replay.scenario.job) as unknown as Job;
-  return (job.TaskGroups as TaskGroup[])[0] as TaskGroup;
+/** The allocation's group ("<job>.<group>[<index>]") in the job version it runs. */
+function groupOf(replay: Replay, allocation: Pick<ExpectedAllocation, 'Name' | 'JobVersion'>): TaskGroup {
+  const job = replay.jobs.get(allocation.JobVersion) as Job;
+  const name = /\.([^.[]+)\[\d+\]$/.exec(allocation.Name)?.[1];
+  return (job.TaskGroups as TaskGroup[]).find((group) => group.Name === name) as TaskGroup;
 }
 
 /** Latest start among the tasks today's tracker evaluates (a successful poststart task is skipped). */
@@ -59,7 +62,7 @@ function latestEvaluatedStart(group: TaskGroup, states: Record<string, ExpectedT
 /** Nomad 1.1.2's answer, translated into today's rules (the README's "why they differ" column). */
 function expectationFor(replay: Replay, allocation: ExpectedAllocation): Expectation {
   if (allocation.verdict === 'none') return { kind: 'none' };
-  const group = groupOf(replay, allocation.JobVersion);
+  const group = groupOf(replay, allocation);
   const update = group.Update as NonNullable<TaskGroup['Update']>;
   const minHealthyMs = durationMs(update.MinHealthyTime) as number;
   const events = allocation.AllocUnhealthyEvents;
@@ -67,9 +70,10 @@ function expectationFor(replay: Replay, allocation: ExpectedAllocation): Expecta
   if (allocation.verdict === 'unhealthy' && events.length === 0 && allocation.DesiredStatus === 'stop') return { kind: 'stopped' };
   const nomadAt = ms(allocation.DeploymentStatus?.Timestamp as string);
   if (allocation.verdict === 'healthy') {
-    // Within 100 ms of Nomad's own timestamp; the data Warden reads it from (StartedAt + min_healthy_time) agrees.
-    const fromData = latestEvaluatedStart(group, allocation.TaskStates_extra) + minHealthyMs;
-    expect(Math.abs(fromData - nomadAt)).toBeLessThan(100);
+    // Within 100 ms of Nomad's own timestamp; the data Warden reads it from (StartedAt + min_healthy_time)
+    // agrees, where the task has not restarted since (StartedAt is its latest run's).
+    const restarted = Object.values(allocation.TaskStates_extra).some((state) => (state as { Restarts?: number }).Restarts);
+    if (!restarted) expect(Math.abs(latestEvaluatedStart(group, allocation.TaskStates_extra) + minHealthyMs - nomadAt)).toBeLessThan(100);
     return { kind: 'verdict', healthy: true, reasons: {}, at: nomadAt, toleranceMs: 100, why: "Nomad's healthy Timestamp" };
   }
   const successfulPoststart = group.Tasks.some((task) => {
@@ -83,13 +87,9 @@ function expectationFor(replay: Replay, allocation: ExpectedAllocation): Expecta
     return { kind: 'verdict', healthy: true, reasons: {}, at, toleranceMs: 1, why: 'poststart success is not a failure' };
   }
   const reasons: Record<string, string> = {};
-  for (const event of events) {
-    reasons[event.Task] =
-      event.DisplayMessage === 'Task not running by deadline'
-        ? `Task not running by healthy_deadline of ${formatGoDuration(durationMs(update.HealthyDeadline) as number)}`
-        : event.DisplayMessage;
-  }
-  const deadline = events.some((event) => event.DisplayMessage === 'Task not running by deadline');
+  const healthyDeadlineMs = durationMs(update.HealthyDeadline) as number;
+  for (const event of events) reasons[event.Task] = todaysWords(event.DisplayMessage, { healthyDeadlineMs });
+  const deadline = events.some((event) => event.DisplayMessage.endsWith('by deadline'));
   if (deadline) {
     const at = nanosToMs((events[0] as ExpectedAllocation['AllocUnhealthyEvents'][number]).Time);
     return { kind: 'verdict', healthy: false, reasons, at, toleranceMs: 500, why: 'healthy_deadline' };
@@ -113,7 +113,8 @@ function expectOutcome(outcome: HealthOutcome | HealthUndetermined | undefined, 
   }
 }
 
-const scenarios = listScenarios(SCENARIOS_DIR);
+/** The Nomad 1.1.2 recordings, then the live tier's (live/<name>: test/fixtures/nomad-1.1.2-live). */
+const scenarios = [...listScenarios(SCENARIOS_DIR), ...liveScenarios()];
 
 describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the input)', () => {
   it('covers every recorded scenario', () => {
@@ -135,14 +136,36 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
   });
 
   it.each(scenarios)('%s: judging that starts late, at any line of the stream, reaches the same verdicts at the same times', (name) => {
-    const watched = replayScenario(name);
+    // With Nomad's answer in the input: where a late start's kept history cannot decide (the 10-event
+    // cap), Nomad's recorded verdict is the history (live/restart_after_healthy, live/deadline_while_restarting).
+    const watched = replayScenario(name, { keepNomadVerdict: true });
     const full = Object.fromEntries([...watched.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
+    // Not its own judgement then: the verdict Nomad recorded, at its Timestamp, its reasons as far as its events still hold them.
+    const asNomadRecorded = (judged: Record<string, unknown>) =>
+      Object.fromEntries(
+        Object.entries(judged).map(([id, outcome]) => {
+          if (typeof outcome !== 'object' || outcome === null || !('basis' in outcome)) return [id, outcome];
+          const own = full[id] as { healthy: boolean; at: number; reasons: Record<string, string> };
+          const recorded = outcome as unknown as { healthy: boolean; at: number; reasons: Record<string, string> };
+          expect({ id, off: Math.abs(recorded.at - own.at) < 500, reasons: Object.keys(recorded.reasons).length === 0 || recorded.reasons }).toEqual({ id, off: true, reasons: Object.keys(recorded.reasons).length === 0 || own.reasons });
+          return [id, { healthy: recorded.healthy, at: own.at, reasons: own.reasons }];
+        }),
+      );
     const starts = [...new Set(watched.scenario.stream.filter((line) => !isHeartbeatLine(line)).map((line) => line.t))];
+    let recorded = 0;
     for (const startAt of starts) {
-      const late = replayScenario(name, { startAt });
+      const late = replayScenario(name, { startAt, keepNomadVerdict: true });
       const judged = Object.fromEntries([...late.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
-      expect({ startAt, judged }).toEqual({ startAt, judged: full });
+      recorded += Object.values(judged).filter((outcome) => typeof outcome === 'object' && 'basis' in outcome).length;
+      expect({ startAt, judged: asNomadRecorded(judged) }).toEqual({ startAt, judged: full });
     }
+    // Only the live recordings of restarts capped away lose the history that decides.
+    expect(recorded > 0).toBe(['live/restart_after_healthy', 'live/deadline_while_restarting'].includes(name));
+  });
+
+  it.each(scenarios)('%s: with Nomad\'s answer in the input, watched from the start, the same verdicts as without it (it confirms, never replaces)', (name) => {
+    const outcomes = (replay: Replay) => Object.fromEntries([...replay.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
+    expect(outcomes(replayScenario(name, { keepNomadVerdict: true }))).toEqual(outcomes(replayScenario(name)));
   });
 
   it('deadline_not_running: the deadline counts from when Nomad began watching (the Received event), not from the placement', () => {
@@ -150,7 +173,7 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     const [allocation] = replay.allocations.values();
     const expected = (replay.scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations[0] as ExpectedAllocation;
     const received = nanosToMs(expected.TaskStates_extra.main?.Events.find((event) => event.Type === 'Received')?.Time as bigint | number);
-    const deadlineMs = durationMs(groupOf(replay, 0).Update?.HealthyDeadline) as number;
+    const deadlineMs = durationMs(groupOf(replay, expected).Update?.HealthyDeadline) as number;
     expect(allocation?.outcome).toMatchObject({ healthy: false, at: received + deadlineMs });
   });
 

@@ -15,6 +15,7 @@ test('an exec session run by the supervisor is shown with its allocation, task, 
     const live = await openLive(inspected.server.url);
     inspected.fake.cluster.registerJob(EXEC_TARGET_JOB);
     const [allocation] = inspected.fake.cluster.placeAllocations(EXEC_TARGET_JOB.ID);
+    inspected.fake.cluster.startTask(allocation!.ID);
     const session = inspected.supervisor.exec(allocation!.ID, { task: 'main', command: ['/bin/sh', '-c', 'echo classified-argument; exit 4'] });
     await expect(session.exitCode).resolves.toBe(4);
     const snapshot = await fetchSnapshot(inspected.server.url);

@@ -60,7 +60,9 @@ describe('FreshnessHorizon', () => {
   });
 
   test('the settle window is the longest of the last 128 delays with a margin, never below its floor', () => {
-    const { horizon } = horizonWith();
+    const { clock, horizon } = horizonWith();
+    // Streaming for a while: the delays below are of updates that happened since.
+    clock.advance(10_000);
     expect(horizon.settleMs).toBe(1_000);
     horizon.noteLag(4_000);
     expect(horizon.settleMs).toBe(5_100);
@@ -71,6 +73,47 @@ describe('FreshnessHorizon', () => {
     horizon.noteLag(Number.NaN);
     horizon.noteLag(-5);
     expect(horizon.settleMs).toBe(Math.ceil(2_000 * 1.25) + 100);
+  });
+
+  test('after a stall the window comes back down: a delay counts for two minutes of the clock, then the floor again', () => {
+    const { clock, horizon } = horizonWith();
+    clock.advance(120_000);
+    // An 88 s stall: the updates of its last seconds arrive that late (more than the 30 s maximum).
+    for (const late of [88_000, 60_000, 20_000]) horizon.noteLag(late);
+    expect(horizon.settleMs).toBe(30_000);
+    // Normal delays again, at a quiet cluster's pace: the stall's are remembered a while...
+    for (let i = 0; i < 10; i++) {
+      clock.advance(10_000);
+      horizon.noteLag(300);
+    }
+    expect(horizon.settleMs).toBe(30_000);
+    // ...and forgotten once two minutes old, though far fewer than 128 samples came since.
+    clock.advance(20_001);
+    expect(horizon.settleMs).toBe(1_000);
+    horizon.noteLag(2_000);
+    expect(horizon.settleMs).toBe(2_600);
+    // Nothing more comes: after two minutes, the floor.
+    clock.advance(120_001);
+    expect(horizon.settleMs).toBe(1_000);
+  });
+
+  test("a reconnect's catch-up is not learnt: what happened during the outage is late by the outage, not by Nomad's delivery", () => {
+    const { clock, horizon } = horizonWith();
+    clock.advance(10_000);
+    horizon.noteStreaming(false);
+    clock.advance(60_000);
+    horizon.noteStreaming(true);
+    // The stream replays the batches written while it was down: each as late as the outage made it.
+    for (const late of [59_000, 30_000, 1_000]) horizon.noteLag(late);
+    expect(horizon.settleMs).toBe(1_000);
+    // An update that happened after the reconnect and arrived late: learnt.
+    clock.advance(5_000);
+    horizon.noteLag(3_000);
+    expect(horizon.settleMs).toBe(3_850);
+    // Streaming on (no new connection): the time it began streaming stays.
+    horizon.noteStreaming(true);
+    horizon.noteLag(4_000);
+    expect(horizon.settleMs).toBe(5_100);
   });
 
   test('allocations whose reads failed (a stream that cannot show other namespaces) wait, and a later round reads and confirms them', async () => {

@@ -110,6 +110,7 @@ describe('the metrics of evaluations and exec sessions', () => {
       const { fake } = o;
       const evaluation = fake.cluster.listEvaluations({ namespace: 'default' })[0] as { ID: string };
       const [allocation] = fake.cluster.placeAllocations(EXEC_TARGET_JOB.ID);
+      fake.cluster.startTask(String(allocation?.ID));
       const outcome = o.supervisor.monitorEvaluation(evaluation.ID);
       await driveTo(o.clock, o.clock.now() + 1_000);
       await expect(outcome).resolves.toEqual(expect.objectContaining({ ok: true }));

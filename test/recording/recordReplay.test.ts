@@ -17,6 +17,7 @@ import { parseTrafficRecording, TrafficRecordingError } from '../../src/nomad/re
 import { TrafficRecorder } from '../../src/nomad/recording/recorder.js';
 import { ReplayWire } from '../../src/nomad/recording/replayWire.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { liveScenarios, scenarioDir } from '../health/support/replayScenario.js';
 import { driveTo, flush, loadScenario, requestedIndex, splitAfterRegistration, stripNomadVerdict } from '../supervisor/support/harness.js';
 
 const TOKEN = 'rec-token-5b1e-secret';
@@ -208,5 +209,15 @@ describe('the recording file', () => {
     const file = join(dir, 'not-a-recording.ndjson');
     writeFileSync(file, 'hello\n');
     await expect(replayed(file)).rejects.toThrow(TrafficRecordingError);
+  });
+});
+
+describe("the live tier's recordings (test/fixtures/nomad-1.1.2-live)", () => {
+  test.each(liveScenarios())('%s: warden replay of the real agent\'s traffic prints what the watch printed live', async (name) => {
+    const dir = scenarioDir(name);
+    const printed = readFileSync(join(dir, 'watch.jsonl'), 'utf8').split('\n').filter((line) => line !== '');
+    const again = await replayed(join(dir, 'recording.ndjson'));
+    expect(judging(again.lines)).toEqual(judging(printed));
+    expect(judging(printed).some((line) => line.includes('"type":"verdict"'))).toBe(true);
   });
 });

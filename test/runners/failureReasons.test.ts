@@ -59,9 +59,10 @@ describe('runners that cannot be placed or started say why', () => {
     try {
       h.fake.acting!.failAllocations({ jobId: /^42-/, exitCode: 3, times: Infinity });
       await putEnvironment(h, 42);
-      await h.driveUntil(() => h.problems.some((p) => p.kind === 'runner-failed'));
+      // Restarted 3 times, 15 s apart (the runner template's restart policy), then failed.
+      await h.driveUntil(() => h.problems.some((p) => p.kind === 'runner-failed'), 90_000, 500);
       expect(h.problems.find((p) => p.kind === 'runner-failed')?.message).toMatch(
-        /^environment 42: runner 42-[0-9a-f-]+: the allocation failed: default-task: Exit Code: 3 \(Policy allows no restarts\); trying again in 1 s$/,
+        /^environment 42: runner 42-[0-9a-f-]+: the allocation failed: default-task: Exit Code: 3 \(Exceeded allowed attempts 3 in interval 1h0m0s and mode is "fail"\); trying again in 1 s$/,
       );
       expect(h.pools.environmentSummary(42)!.failure).toMatch(/Exit Code: 3/);
     } finally {

@@ -94,12 +94,13 @@ describe('environment and runner lifecycles', () => {
     await h.drive(100);
     expect(h.pools.runner(first!.id)?.state ?? 'destroyed').not.toBe('idle');
     await h.driveUntil(() => h.pools.environment(54)?.idleRunners === 2 && !h.pools.environment(54)!.runners.some((r) => r.id === first!.id));
-    // A replacement whose allocation fails as it starts: counted as a failure, replaced after the back-off.
+    // A replacement whose task exits each time it starts: restarted 3 times, 15 s apart (the runner
+    // template's restart policy), then failed; counted as a failure, replaced after the back-off.
     h.fake.acting!.failAllocations({ jobId: /^54-/ });
     const [second] = h.pools.environment(54)!.runners;
     await h.settled(h.pools.requireRunner(second!.id).destroy().catch(() => undefined));
-    await h.drive(1_500);
-    expect(h.pools.environment(54)?.lastError).toMatch(/the allocation failed: default-task: Not Restarting|Policy allows no restarts/);
+    await h.driveUntil(() => h.pools.environment(54)?.lastError != null, 90_000, 500);
+    expect(h.pools.environment(54)?.lastError).toMatch(/the allocation failed: default-task: Not Restarting|Exceeded allowed attempts 3 in interval 1h0m0s/);
     await h.driveUntil(() => h.pools.environment(54)?.idleRunners === 2, 20_000);
     const used = h.pools.claim(54, { inactivityTimeoutS: 100 });
     const execution = used.execute({ command: 'sleep 30', privileged: true });

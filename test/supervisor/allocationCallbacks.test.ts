@@ -67,11 +67,11 @@ describe('runner allocation callbacks (Poseidon WatchEventStream semantics)', ()
     expect(tracker.size).toBe(0);
   });
 
-  test('failed_task: the failure is reported once, with the display message of the event that failed the task', () => {
+  test('failed_task: the failure is reported once, with the event that went wrong and the one that failed the task', () => {
     const { calls, allocations } = replay('failed_task');
     const failed = calls.filter((c) => c.kind === 'failed');
     expect(failed).toHaveLength(1);
-    expect(failed[0]!.message).toBe('main: Policy allows no restarts');
+    expect(failed[0]!.message).toBe('main: Exit Code: 1 (Policy allows no restarts)');
     // Nomad repeated the failed allocation in later updates; none of them reported it again.
     expect(allocations.get(failed[0]!.id)!.filter((a) => a.ClientStatus === 'failed').length).toBeGreaterThan(1);
     expect(calls.filter((c) => c.kind === 'new')).toEqual([]);

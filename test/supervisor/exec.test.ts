@@ -34,6 +34,7 @@ beforeEach(async () => {
   const fake = await FakeNomad.start({ clock, token: TOKEN });
   fake.cluster.registerJob(EXEC_TARGET_JOB);
   const [allocation] = fake.cluster.placeAllocations(EXEC_TARGET_JOB.ID);
+  fake.cluster.startTask(String(allocation?.ID));
   const inspected: InspectionEvent[] = [];
   const supervisor = createSupervisor({ nomad: { address: fake.address, token: TOKEN }, clock, inspect: (event) => inspected.push(event) });
   w = { clock, fake, execs: fake.exec as FakeExec, supervisor, allocId: String(allocation?.ID), inspected };

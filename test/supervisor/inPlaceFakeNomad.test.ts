@@ -57,8 +57,14 @@ describe('ClusterState.updateInPlace', () => {
     const moved = env.fake.cluster.updateInPlace('web');
     const batches = env.fake.broker.buffered().slice(from);
     expect(batches.map((b) => b.Events.map((e) => `${e.Topic}:${e.Type}`).sort())).toEqual([
-      ['Allocation:PlanResult', 'Allocation:PlanResult', 'Deployment:PlanResult', 'Evaluation:PlanResult'],
+      // The new deployment, and version 0's, still running, cancelled in the same plan (as Nomad 1.1.2 does).
+      ['Allocation:PlanResult', 'Allocation:PlanResult', 'Deployment:PlanResult', 'Deployment:PlanResult', 'Evaluation:PlanResult'],
       ['Evaluation:EvaluationUpdated'],
+    ]);
+    const deployments = batches[0]!.Events.filter((e) => e.Topic === 'Deployment').map((e) => (e.Payload as { Deployment: Deployment }).Deployment);
+    expect(deployments.map((d) => [d.JobVersion, d.Status, d.StatusDescription]).sort()).toEqual([
+      [0, 'cancelled', 'Cancelled due to newer version of job'],
+      [1, 'running', 'Deployment is running'],
     ]);
     const allocations = batches[0]!.Events.filter((e) => e.Topic === 'Allocation').map((e) => (e.Payload as { Allocation: Allocation }).Allocation);
     expect(allocations.map((a) => [a.ID, a.DeploymentID, a.DeploymentStatus ?? null])).toEqual(moved.map((a) => [a.ID, a.DeploymentID, null]));

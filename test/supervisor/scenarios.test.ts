@@ -5,7 +5,7 @@
  * table, and the same as the health registry reaches when fed the recording directly.
  */
 import { listScenarios } from '../../src/testing/recording.js';
-import { replayScenario } from '../health/support/replayScenario.js';
+import { liveScenarios, replayScenario } from '../health/support/replayScenario.js';
 import { SCENARIOS, driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict, type Harness } from './support/harness.js';
 import type { VerdictRecord } from '../../src/supervisor/types.js';
 
@@ -22,6 +22,14 @@ const TABLE: Record<string, { healthy: number; unhealthy: Record<string, string>
   prestart_sidecar_lifecycle: { healthy: 1, unhealthy: [], stopped: 0 },
   manual_health: { healthy: 0, unhealthy: [], stopped: 0 },
   many_allocs: { healthy: 40, unhealthy: [], stopped: 0 },
+  // Recorded from the live tier (test/fixtures/nomad-1.1.2-live/README.md).
+  'live/auto_revert': { healthy: 2, unhealthy: [{ main: 'Unhealthy because of failed task' }], stopped: 0 },
+  'live/canary_awaiting_promotion': { healthy: 3, unhealthy: [], stopped: 0 },
+  'live/deadline_not_running': { healthy: 0, unhealthy: [{ init: 'Task not running by healthy_deadline of 5s', main: 'Task not running by healthy_deadline of 5s' }], stopped: 0 },
+  'live/deadline_while_restarting': { healthy: 0, unhealthy: [{ main: 'Task not running for min_healthy_time of 3s by healthy_deadline of 8s' }], stopped: 0 },
+  'live/healthy_then_failed': { healthy: 1, unhealthy: [], stopped: 0 },
+  'live/restart_after_healthy': { healthy: 1, unhealthy: [], stopped: 0 },
+  'live/two_groups': { healthy: 3, unhealthy: [], stopped: 0 },
 };
 
 function summary(verdicts: readonly VerdictRecord[]) {
@@ -41,7 +49,7 @@ async function runScenario(name: string): Promise<Harness> {
 
 describe('the supervisor over FakeNomad replays every recorded scenario to the README verdicts', () => {
   test('the table covers every recorded scenario', () => {
-    expect(Object.keys(TABLE).sort()).toEqual(listScenarios(SCENARIOS));
+    expect(Object.keys(TABLE).sort()).toEqual([...listScenarios(SCENARIOS), ...liveScenarios()].sort());
   });
 
   test.each(Object.keys(TABLE))('%s', async (name) => {

@@ -28,7 +28,7 @@ function runnerJob(id: string, meta: Record<string, string> = { used: 'false' },
 const eventTypes = (alloc: Allocation | undefined): string[] => (alloc?.TaskStates?.['default-task']?.Events ?? []).map((e) => e.Type);
 
 describe('FakeNomad acting as a cluster', () => {
-  const env = useFake({ acting: { scheduleDelayMs: 50, receiveDelayMs: 100, startDelayMs: 400, stopDelayMs: 100, gcAfterMs: 5_000 } });
+  const env = useFake({ acting: { gcAfterMs: 5_000 } });
   let nomad: NomadClient;
   beforeEach(() => {
     nomad = new NomadClient({ address: env.fake.address }, { clock: env.clock, gzip: false });
@@ -38,24 +38,52 @@ describe('FakeNomad acting as a cluster', () => {
   const allocsOf = (jobId: string): Allocation[] =>
     env.fake.cluster.listAllocations({ jobId }).map((stub) => env.fake.cluster.allocation(String(stub.ID))!);
 
-  it('places a registered job and runs it: Received, Task Setup, Started on the clock, its directories made', async () => {
+  it('plans a registration 6 ms after it, and the client reports in 200 ms batches applied 50 ms later: received, then running', async () => {
+    const start = env.clock.now();
     const written = await nomad.registerJob(runnerJob('7-a'));
     expect(env.fake.cluster.evaluation(written.EvalID)?.Status).toBe('pending');
-    env.clock.advance(49);
+    env.clock.advance(5);
     expect(allocsOf('7-a')).toHaveLength(0);
     env.clock.advance(1);
     const [placed] = allocsOf('7-a');
     expect(placed).toMatchObject({ ClientStatus: 'pending', DesiredStatus: 'run', Name: '7-a.default-group[0]', TaskGroup: 'default-group' });
     expect(env.fake.cluster.evaluation(written.EvalID)?.Status).toBe('complete');
-    env.clock.advance(100);
-    expect(eventTypes(allocsOf('7-a')[0])).toEqual(['Received', 'Task Setup']);
+    // Received 5 ms after the placement: its directories made, the servers not told yet.
+    env.clock.advance(5);
     const root = (env.fake as unknown as { allocRoot: string }).allocRoot;
     expect(existsSync(join(root, placed!.ID, 'default-task', 'local'))).toBe(true);
-    env.clock.advance(400);
+    expect(eventTypes(allocsOf('7-a')[0])).toEqual([]);
+    // The sync ticks every 200 ms from the client's start; the server applies the report 50 ms later.
+    env.clock.advanceTo(start + 249);
+    expect(eventTypes(allocsOf('7-a')[0])).toEqual([]);
+    env.clock.advanceTo(start + 250);
+    const reported = allocsOf('7-a')[0]!;
+    expect(eventTypes(reported)).toEqual(['Received', 'Task Setup']);
+    expect(Number(reported.ModifyTime) / 1e6).toBe(start + 200);
+    expect(Number(reported.TaskStates!['default-task']!.Events![0]!.Time) / 1e6).toBe(start + 11);
+    // Started 250 ms after it was received; the next tick is 200 ms after the last report returned.
+    env.clock.advanceTo(start + 499);
+    expect(allocsOf('7-a')[0]?.ClientStatus).toBe('pending');
+    env.clock.advanceTo(start + 500);
     const running = allocsOf('7-a')[0];
     expect(running?.ClientStatus).toBe('running');
     expect(eventTypes(running)).toEqual(['Received', 'Task Setup', 'Started']);
-    expect(Date.parse(running!.TaskStates!['default-task']!.StartedAt!)).toBe(env.clock.now());
+    expect(Date.parse(running!.TaskStates!['default-task']!.StartedAt!)).toBe(start + 261);
+  });
+
+  it('allocations placed together are reported together, one index for all; a task started within the period is reported running at once', async () => {
+    const start = env.clock.now();
+    env.clock.advance(150);
+    await nomad.registerJob({ ...runnerJob('7-j'), TaskGroups: [{ ...runnerJob('7-j').TaskGroups![0]!, Count: 3 }, runnerJob('7-j').TaskGroups![1]!] });
+    const reports: number[] = [];
+    const stop = env.fake.broker.listen((batch) => {
+      if (batch.Events.some((e) => e.Type === 'AllocationUpdated')) reports.push(batch.Events.filter((e) => e.Type === 'AllocationUpdated').length);
+    });
+    env.clock.advanceTo(start + 2_000);
+    stop();
+    // Placed at 156, received at 161: reported at the 200 ms tick (applied at 250), started at 411, reported at 450 + 200.
+    expect(reports).toEqual([3, 3]);
+    expect(allocsOf('7-j').filter((a) => a.TaskGroup === 'default-group').map((a) => a.ClientStatus)).toEqual(['running', 'running', 'running']);
   });
 
   it('a change of the count-0 config group only updates the allocation in place: same allocation, new job version', async () => {
@@ -90,16 +118,21 @@ describe('FakeNomad acting as a cluster', () => {
     expect(replacement).toMatchObject({ DesiredStatus: 'run', ClientStatus: 'running' });
   });
 
-  it('deregistering stops the allocations (Killing, Killed, client complete); a purged job is collected later', async () => {
+  it('deregistering stops the allocations (Killing reported, then Terminated, Killed, client complete); a purged job is collected later', async () => {
     await nomad.registerJob(runnerJob('7-d'));
     env.clock.advance(1_000);
     const [alloc] = allocsOf('7-d');
     const removed = await nomad.deregisterJob('7-d', { purge: true });
     expect(env.fake.cluster.evaluation(removed.EvalID)?.Status).toBe('complete');
-    env.clock.advance(100);
+    const reports: string[][] = [];
+    const stop = env.fake.broker.listen((batch) => {
+      for (const e of batch.Events) if (e.Type === 'AllocationUpdated') reports.push(eventTypes(e.Payload.Allocation as Allocation).slice(3));
+    });
+    env.clock.advance(1_000);
+    stop();
+    expect(reports).toEqual([['Killing'], ['Killing', 'Terminated', 'Killed']]);
     const stopped = env.fake.cluster.allocation(alloc!.ID);
     expect(stopped).toMatchObject({ DesiredStatus: 'stop', ClientStatus: 'complete' });
-    expect(eventTypes(stopped).slice(-3)).toEqual(['Killing', 'Terminated', 'Killed']);
     env.clock.advance(5_000);
     expect(env.fake.cluster.allocation(alloc!.ID)).toBeUndefined();
     expect(env.fake.cluster.evaluation(removed.EvalID)).toBeUndefined();
@@ -136,13 +169,35 @@ describe('FakeNomad acting as a cluster', () => {
     expect(allocsOf('7-g')).toHaveLength(1);
   });
 
-  it('an injected allocation failure fails the task as it starts: failed, Not Restarting', async () => {
+  it('an injected allocation failure: restarted as the restart policy allows, then failed, then rescheduled as the reschedule policy allows', async () => {
     env.fake.acting!.failAllocations({ jobId: '7-h', exitCode: 2 });
     await nomad.registerJob(runnerJob('7-h'));
     env.clock.advance(1_000);
     const [alloc] = allocsOf('7-h');
-    expect(alloc?.ClientStatus).toBe('failed');
-    expect(eventTypes(alloc).slice(-2)).toEqual(['Terminated', 'Not Restarting']);
+    // A batch job's default restart policy: 3 attempts in 24 h, 15 s apart (and up to 25% more).
+    expect(alloc?.ClientStatus).toBe('pending');
+    expect(eventTypes(alloc).slice(2)).toEqual(['Started', 'Terminated', 'Restarting']);
+    expect(alloc!.TaskStates!['default-task']!.Events!.at(-1)!.DisplayMessage).toMatch(/^Task restarting in 1[5-8](\.\d+)?s$/);
+    env.clock.advance(80_000);
+    const failed = env.fake.cluster.allocation(alloc!.ID)!;
+    expect(failed.ClientStatus).toBe('failed');
+    expect(failed.TaskStates!['default-task']!.Restarts).toBe(3);
+    expect(failed.TaskStates!['default-task']!.Events!.at(-1)).toMatchObject({ Type: 'Not Restarting', DisplayMessage: 'Exceeded allowed attempts 3 in interval 24h0m0s and mode is "fail"' });
+    // Node.UpdateAlloc asked for its reschedule; a batch job's policy waits 5 s: a follow-up evaluation.
+    const evaluations = env.fake.cluster.listEvaluations({ jobId: '7-h' });
+    const failure = evaluations.find((e) => e.TriggeredBy === 'alloc-failure' && e.WaitUntil === undefined)!;
+    const followup = evaluations.find((e) => e.WaitUntil !== undefined)!;
+    expect(failure.Status).toBe('complete');
+    expect(followup).toMatchObject({ TriggeredBy: 'alloc-failure', PreviousEval: failure.ID, StatusDescription: 'created for delayed rescheduling' });
+    expect(failed.FollowupEvalID).toBe(followup.ID);
+    const finished = Date.parse(failed.TaskStates!['default-task']!.FinishedAt!);
+    expect(Date.parse(String(followup.WaitUntil))).toBe(finished + 5_000);
+    env.clock.advance(10_000);
+    const all = allocsOf('7-h');
+    const replacement = all.find((a) => a.ID !== alloc!.ID)!;
+    expect(env.fake.cluster.allocation(alloc!.ID)).toMatchObject({ DesiredStatus: 'stop', DesiredDescription: 'alloc was rescheduled because it failed', NextAllocation: replacement.ID });
+    expect(replacement).toMatchObject({ ClientStatus: 'running', PreviousAllocation: alloc!.ID, EvalID: followup.ID });
+    expect(replacement.RescheduleTracker?.Events).toEqual([expect.objectContaining({ PrevAllocID: alloc!.ID, Delay: 5e9 })]);
   });
 
   it('a lost allocation is replaced by one that names it as its previous allocation', async () => {

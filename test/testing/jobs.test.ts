@@ -73,9 +73,11 @@ describe('FakeNomad jobs', () => {
 
   it('keeps versions, bumps one only when the spec changes, and honours EnforceIndex', async () => {
     const first = env.fake.cluster.registerJob(serviceJob('web'));
+    // The same spec again writes no job, only an evaluation (Job.Register skips the job's raft write).
     const same = env.fake.cluster.registerJob(serviceJob('web'));
     expect(same.job.Version).toBe(0);
-    expect(same.job.JobModifyIndex).toBeGreaterThan(first.job.JobModifyIndex as number);
+    expect(same.job.JobModifyIndex).toBe(first.job.JobModifyIndex);
+    expect(same.index).toBeGreaterThan(first.index);
     const changed = env.fake.cluster.registerJob(serviceJob('web', { Meta: { v: '2' } }));
     expect(changed.job.Version).toBe(1);
     const versions = parseLossless((await call(env.fake.address, 'GET', '/v1/job/web/versions')).text) as { Versions: { Version: number }[] };
@@ -97,7 +99,8 @@ describe('FakeNomad jobs', () => {
     env.fake.cluster.registerJob(serviceJob('web'));
     const before = env.fake.cluster.index;
     expect(await call(env.fake.address, 'PUT', '/v1/jobs', '{"Job": {"ID": "broken", ')).toMatchObject({ status: 400, text: 'unexpected EOF' });
-    expect(await call(env.fake.address, 'PUT', '/v1/jobs', '')).toMatchObject({ status: 400, text: 'EOF' });
+    expect(await call(env.fake.address, 'PUT', '/v1/jobs', '')).toMatchObject({ status: 400, text: 'Request body is empty' });
+    expect(await call(env.fake.address, 'PUT', '/v1/jobs', ' ')).toMatchObject({ status: 400, text: 'EOF' });
     expect(await call(env.fake.address, 'PUT', '/v1/jobs', { Job: { ID: 'x', Datacenters: 'dc1' } })).toMatchObject({
       status: 400, text: 'json: cannot unmarshal string into Go struct field Job.Job.Datacenters of type []string',
     });
@@ -132,6 +135,9 @@ describe('FakeNomad jobs', () => {
     expect(purgeEvents.some((e) => e.Topic === 'Job')).toBe(false);
     expect(purgeEvents.find((e) => e.Topic === 'Evaluation')?.Type).toBe('JobDeregistered');
     expect(await call(env.fake.address, 'GET', '/v1/job/api')).toMatchObject({ status: 404, text: 'job not found' });
-    expect(await call(env.fake.address, 'DELETE', '/v1/job/api')).toMatchObject({ status: 404, text: 'job not found' });
+    // Nomad deregisters a job it does not have all the same: a job-deregister evaluation, completed.
+    const again = await call(env.fake.address, 'DELETE', '/v1/job/api');
+    expect(again.status).toBe(200);
+    expect(env.fake.cluster.evaluation((JSON.parse(again.text) as { EvalID: string }).EvalID)).toMatchObject({ JobID: 'api', TriggeredBy: 'job-deregister', Status: 'complete' });
   });
 });

@@ -168,7 +168,9 @@ describe('FakeNomad scripting API', () => {
     expect(cluster.deployment(deploymentId)).toMatchObject({ StatusDescription: 'Deployment is running', TaskGroups: { app: { Promoted: true } } });
     const promotion = env.fake.broker.buffered().at(-1)!;
     expect(new Set(promotion.Events.map((e) => e.Type))).toEqual(new Set(['DeploymentPromotion']));
-    expect(await call(env.fake.address, 'POST', '/v1/deployment/promote/nope', { DeploymentID: 'nope', All: true })).toMatchObject({ status: 404, text: 'deployment not found' });
+    expect(await call(env.fake.address, 'POST', '/v1/deployment/promote/nope', { DeploymentID: 'nope', All: true })).toMatchObject({ status: 500, text: 'deployment lookup failed: index error: UUID must be 36 characters' });
+    const unknown = '00000000-0000-0000-0000-000000000000';
+    expect(await call(env.fake.address, 'POST', `/v1/deployment/promote/${unknown}`, { DeploymentID: unknown, All: true })).toMatchObject({ status: 500, text: 'deployment not found' });
   });
 
   it('creates and updates evaluations, and marks deployments failed with the watcher evaluation', () => {
@@ -245,6 +247,7 @@ describe('FakeNomad write endpoints beyond registration', () => {
     const summary = JSON.parse((await call(env.fake.address, 'GET', '/v1/job/web/summary')).text) as { Summary: { app: Record<string, number> } };
     expect(summary.Summary.app).toMatchObject({ Running: 1, Complete: 1 });
     expect(await call(env.fake.address, 'GET', '/v1/job/nope/summary')).toMatchObject({ status: 404, text: 'job not found' });
-    expect(await call(env.fake.address, 'POST', '/v1/allocation/nope/stop')).toMatchObject({ status: 404, text: 'alloc not found' });
+    expect(await call(env.fake.address, 'POST', '/v1/allocation/nope/stop')).toMatchObject({ status: 500, text: 'alloc lookup failed: index error: UUID must be 36 characters' });
+    expect(await call(env.fake.address, 'POST', '/v1/allocation/00000000-0000-0000-0000-000000000000/stop')).toMatchObject({ status: 404, text: 'allocation not found' });
   });
 });

@@ -9,6 +9,7 @@ export function recordCommandLine(program: Command): Command {
     .argument('<file>', 'the recording to write (one NDJSON file)')
     .option('-n, --namespace <namespace...>', 'namespaces to watch (default NOMAD_NAMESPACE or "default"; "*" for all)')
     .option('-p, --job-prefix <prefix...>', 'only jobs whose id starts with one of these')
+    .option('-j, --job <id...>', 'only these jobs (exact ids): Nomad sends only their events')
     .option('--shard <i/n>', 'judge only the jobs of shard i of n', jobShard)
     .option('--json', 'one JSON object a line');
 }

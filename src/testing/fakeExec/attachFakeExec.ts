@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
+import { parseExecCommand, parseExecTty } from '../nomad/execQuery.js';
 import { requestToken, type FakeNomadVersion } from '../nomad/wire.js';
 import { loadNodePty } from './nodePty.js';
 import { resolveExecutable, spawnPiped, spawnTerminal, type LocalProcess, type SpawnRequest } from './processes.js';
@@ -13,10 +14,21 @@ export interface FakeExecTarget {
   tasks: readonly string[];
   /** The allocation's working directory (created if missing); commands run in it. */
   workdir: string;
+  /**
+   * Each task's state as the client last reported it (pending, running, dead): a task not started
+   * yet (none reported) or finished refuses commands as Nomad's does. Without `states`, every task runs.
+   */
+  states?: Readonly<Record<string, string>>;
+}
+
+/** An allocation ID Nomad cannot look up at all: the close it answers (e.g. 1011 `alloc lookup failed: …`). */
+export interface FakeExecRefusal {
+  code: number;
+  reason: string;
 }
 
 export interface FakeExecOptions {
-  lookup(allocId: string): FakeExecTarget | undefined;
+  lookup(allocId: string): FakeExecTarget | FakeExecRefusal | undefined;
   /** Times the escalation from SIGHUP to SIGKILL when a client leaves a command running. */
   clock: Clock;
   /** Extra environment for every command (PATH comes from this process unless given). */
@@ -77,35 +89,47 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       if (server.listenerCount('upgrade') === 1) refuse(socket, 404, '');
       return;
     }
+    const allocId = decodePathSegment(match[1] ?? '');
+    if (allocId === undefined) {
+      // Go's net/http refuses a path it cannot unescape before any handler sees it.
+      refuse(socket, 400, '400 Bad Request');
+      return;
+    }
     if (crossOrigin(request)) {
       refuse(socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
       return;
     }
     const denied = tokenProblem(request, options.token, newer);
-    const command = parseCommand(url.searchParams.get('command'));
-    const problem = denied !== undefined ? { status: 403, text: denied } : typeof command === 'string' ? { status: 500, text: command } : undefined;
+    const command = parseExecCommand(url.searchParams.get('command'));
+    const tty = parseExecTty(url.searchParams.get('tty'));
+    const badRequest = typeof command === 'string' ? command : typeof tty === 'string' ? tty : undefined;
+    const problem = denied !== undefined ? { status: 403, text: denied } : badRequest !== undefined ? { status: 500, text: badRequest } : undefined;
     if (problem !== undefined && !newer) {
       refuse(socket, problem.status, problem.text);
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
       // command/agent/websockets.go wrapWebsocketHandler: toWsCode(code) after the upgrade.
-      if (problem !== undefined || typeof command === 'string') {
+      if (problem !== undefined || typeof command === 'string' || typeof tty === 'string') {
         closeWith(ws, problem?.status === 500 ? 1011 : 1008, problem?.text ?? '');
         return;
       }
-      const allocId = decodePathSegment(match[1] ?? '');
-      const tty = /^(1|t|true)$/i.test(url.searchParams.get('tty') ?? 'false');
       start(ws, socket, allocId, url.searchParams.get('task') ?? '', command, tty);
     });
   };
 
   function start(ws: WebSocket, socket: Duplex, allocId: string, task: string, command: string[], tty: boolean): void {
+    // Nomad's order: the server's lookup, then the client's checks (client/alloc_endpoint.go execImpl).
     const target = options.lookup(allocId);
     if (target === undefined) return closeWith(ws, 1008, `Unknown allocation "${allocId}"`);
-    if (!target.tasks.includes(task)) return closeWith(ws, 1011, 'task not found');
+    if ('reason' in target) return closeWith(ws, target.code, target.reason);
+    if (task === '') return closeWith(ws, 1008, 'must provide task name');
     const [name, ...args] = command;
     if (name === undefined) return closeWith(ws, 1008, 'command is not present');
+    if (!target.tasks.includes(task)) return closeWith(ws, 1011, 'task not found');
+    const state = target.states === undefined ? 'running' : (target.states[task] ?? 'pending');
+    if (state === 'pending') return closeWith(ws, 1008, `task "${task}" not started yet.`);
+    if (state === 'dead') return closeWith(ws, 1008, `task "${task}" is not running.`);
     const env = {
       PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin',
       HOME: '/root',
@@ -290,11 +314,12 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
 }
 
 /** A malformed %-escape names no allocation; keep it as sent rather than fail. */
-function decodePathSegment(segment: string): string {
+/** The segment unescaped, or undefined when it holds an escape that is not one. */
+function decodePathSegment(segment: string): string | undefined {
   try {
     return decodeURIComponent(segment);
   } catch {
-    return segment;
+    return undefined;
   }
 }
 
@@ -306,7 +331,7 @@ function closeWith(ws: WebSocket, code: number, reason: string): void {
 }
 
 function refuse(socket: Duplex, status: number, body: string): void {
-  const reason = status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Internal Server Error';
+  const reason = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Internal Server Error';
   socket.end(
     `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
@@ -328,16 +353,5 @@ function crossOrigin(request: IncomingMessage): boolean {
     return new URL(origin).host.toLowerCase() !== (request.headers.host ?? '').toLowerCase();
   } catch {
     return true;
-  }
-}
-
-/** The `command` query parameter: a JSON array of strings, or Nomad's error text. */
-function parseCommand(raw: string | null): string[] | string {
-  try {
-    const value: unknown = JSON.parse(raw ?? '');
-    if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value;
-    return 'failed to marshal command into json: command must be an array of strings';
-  } catch (error) {
-    return `failed to marshal command into json: ${(error as Error).message}`;
   }
 }

@@ -1,37 +1,49 @@
 /**
  * FakeNomad acting as a cluster (opt-in: `FakeNomad.start({ acting: true })`): what Nomad's
- * scheduler and a client node do by themselves, on the clock, built on ClusterState's scripting
- * methods. It follows the cluster's own event batches, as Nomad's workers follow the eval broker:
- * - a pending evaluation is scheduled after `scheduleDelayMs`: missing allocations placed, extra
- *   ones stopped (highest index first), allocations of an older job version updated in place or
- *   replaced as Nomad 1.1.2 decides (updates.ts), or the placement fails when a failure is injected;
- * - a placed allocation is received after `receiveDelayMs` (Received, Task Setup, its task
- *   directories made under `allocRoot`), and its tasks start `startDelayMs` later (Started), or fail
- *   when an allocation failure is injected (Terminated, Not Restarting: failed);
- * - an allocation told to stop is killed after `stopDelayMs` (Killing, Terminated, Killed: complete);
+ * servers and one client node do by themselves, on the clock, with Nomad 1.1.2's timing and
+ * batching (measured on a real agent, held to it by test/conformance):
+ * - the scheduler (actingScheduler.ts) plans a pending evaluation 6 ms after it appears, or at its
+ *   WaitUntil: placements, stops, in-place updates and replacements, reschedules of failed
+ *   allocations, injected placement failures;
+ * - the client (actingClient.ts) receives a placed allocation 5 ms later, starts it 250 ms after
+ *   that, stops it (Killing, then Terminated and Killed), restarts or fails it as the restart policy
+ *   says when a failure is injected, tracks its deployment health from its tasks, and reports in
+ *   Nomad's batches: every 200 ms, applied 50 ms later as one raft write, a failed allocation's
+ *   reschedule evaluation beside it;
+ * - the deployment watcher (deploymentWatcher.ts) marks a deployment successful once its
+ *   allocations are healthy, and an unhealthy allocation for rescheduling;
  * - `lose(allocId)` plays a node going down: the allocation is lost and a replacement placed;
  * - the allocations and evaluations of a purged job are garbage-collected `gcAfterMs` after they end;
  * - dynamic ports get host ports (20000 up, on 127.0.0.1) in AllocatedResources.Shared.Ports.
  * Scripting the cluster by hand still works beside it; without `acting`, nothing happens by itself.
  */
-import { chmodSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Clock } from '../../clock/index.js';
 import type { Allocation, Evaluation } from '../../nomad/types.js';
+import { ActingClient, type ClientFailure, type ClientTiming } from './actingClient.js';
+import { ActingScheduler } from './actingScheduler.js';
 import type { ClusterState } from './clusterState.js';
+import { DeploymentWatcher } from './deploymentWatcher.js';
 import type { EventBatch, EventBroker } from './eventBroker.js';
-import type { JsonObject } from './jobSpec.js';
-import { tasksUpdated } from './updates.js';
+import type { SeededRandom } from './ids.js';
+import { STOP_REASONS } from './plan.js';
 
 export interface ActingClusterOptions {
-  /** A pending evaluation is processed this long after it appears (default 50 ms). */
+  /** A pending evaluation is processed this long after it appears (default 6 ms). */
   scheduleDelayMs?: number;
-  /** A placed allocation is received by the client this long after (default 100 ms). */
+  /** A placed allocation is received by the client this long after (default 5 ms). */
   receiveDelayMs?: number;
-  /** Its tasks start this long after it was received (default 400 ms). */
+  /** Its tasks start this long after it was received (default 250 ms). */
   startDelayMs?: number;
-  /** An allocation told to stop is killed this long after (default 100 ms). */
+  /** An allocation told to stop gets its Killing this long after (default 5 ms). */
   stopDelayMs?: number;
+  /** Killing to the task's exit (default 250 ms). */
+  killDurationMs?: number;
+  /** The client's report batching period (default 200 ms, client.go allocSyncIntv). */
+  syncIntervalMs?: number;
+  /** The server's batching of client reports (default 50 ms, node_endpoint.go batchUpdateInterval). */
+  serverBatchMs?: number;
+  /** The deployment watcher acts this long after a health report (default 1,250 ms). */
+  deploymentWatcherDelayMs?: number;
   /** What is left of a purged job is forgotten this long after its allocations ended (default 60 s; Infinity: never). */
   gcAfterMs?: number;
   /** Where allocation directories live (the exec root): `<root>/<alloc>/alloc` and `<root>/<alloc>/<task>/local`. */
@@ -51,9 +63,15 @@ export interface PlacementFailure extends FailureMatch {
   dimension?: string;
 }
 
+/**
+ * Allocations whose first task exits every time it starts: restarted as the group's restart policy
+ * allows, then failed (and rescheduled as its reschedule policy allows). `times` counts allocations.
+ */
 export interface AllocationFailure extends FailureMatch {
   /** The failing task's exit code (default 1). */
   exitCode?: number;
+  /** How long it runs before it exits (default 0 ms). */
+  runMs?: number;
 }
 
 interface Armed<T> {
@@ -77,34 +95,43 @@ function take<T extends FailureMatch>(armed: Armed<T>[], jobId: string): T | und
 
 const isClientTerminal = (status: string | undefined): boolean => status === 'complete' || status === 'failed' || status === 'lost';
 
-/** The index in an allocation's name, `web.app[3]` → 3. */
-function nameIndex(name: string | undefined): number {
-  return Number(/\[(\d+)\]$/.exec(name ?? '')?.[1] ?? 0);
-}
-
 export class ActingCluster {
   private readonly timers = new Set<unknown>();
-  /** Evaluations, allocations and purged jobs with work scheduled, so each is scheduled once. */
-  private readonly scheduled = new Set<string>();
+  /** Purged jobs with a collection scheduled. */
+  private readonly collecting = new Set<string>();
   private readonly placementFailures: Armed<PlacementFailure>[] = [];
   private readonly allocationFailures: Armed<AllocationFailure>[] = [];
   private readonly unlisten: () => void;
-  private nextPort = 20_000;
-  private readonly delays: Required<Omit<ActingClusterOptions, 'allocRoot'>>;
+  private readonly gcAfterMs: number;
+  private readonly scheduler: ActingScheduler;
+  private readonly client: ActingClient;
+  private readonly watcher: DeploymentWatcher;
 
   constructor(
     private readonly cluster: ClusterState,
     broker: EventBroker,
     private readonly clock: Clock,
-    private readonly options: ActingClusterOptions = {},
+    random: SeededRandom,
+    options: ActingClusterOptions = {},
   ) {
-    this.delays = {
-      scheduleDelayMs: options.scheduleDelayMs ?? 50,
-      receiveDelayMs: options.receiveDelayMs ?? 100,
-      startDelayMs: options.startDelayMs ?? 400,
-      stopDelayMs: options.stopDelayMs ?? 100,
-      gcAfterMs: options.gcAfterMs ?? 60_000,
+    this.gcAfterMs = options.gcAfterMs ?? 60_000;
+    const schedule = (delayMs: number, work: () => void): void => this.after(delayMs, work);
+    this.scheduler = new ActingScheduler(cluster, clock, options.scheduleDelayMs ?? 6, schedule, {
+      placementFailure: (jobId) => take(this.placementFailures, jobId),
+    });
+    const timing: ClientTiming = {
+      receiveDelayMs: options.receiveDelayMs ?? 5,
+      startDelayMs: options.startDelayMs ?? 250,
+      killDelayMs: options.stopDelayMs ?? 5,
+      killDurationMs: options.killDurationMs ?? 250,
+      syncIntervalMs: options.syncIntervalMs ?? 200,
+      serverBatchMs: options.serverBatchMs ?? 50,
     };
+    this.client = new ActingClient(cluster, clock, random, timing, schedule, {
+      ...(options.allocRoot === undefined ? {} : { allocRoot: options.allocRoot }),
+      failureFor: (alloc) => this.failureFor(alloc),
+    });
+    this.watcher = new DeploymentWatcher(cluster, options.deploymentWatcherDelayMs ?? 1_250, schedule);
     this.unlisten = broker.listen((batch) => this.follow(batch));
   }
 
@@ -113,7 +140,7 @@ export class ActingCluster {
     this.placementFailures.push({ plan, left: plan.times ?? 1 });
   }
 
-  /** The next matching allocation(s) fail as their task starts. */
+  /** The next matching allocation(s) fail: their first task exits each time it starts. */
   failAllocations(plan: AllocationFailure = {}): void {
     this.allocationFailures.push({ plan, left: plan.times ?? 1 });
   }
@@ -128,8 +155,9 @@ export class ActingCluster {
     const alloc = this.cluster.allocation(allocId);
     if (alloc === undefined) throw new Error(`no allocation ${allocId}`);
     const namespace = alloc.Namespace ?? 'default';
+    this.client.forget(allocId);
     this.cluster.batch(() => {
-      this.cluster.patchAllocation(allocId, { ClientStatus: 'lost', ClientDescription: '', DesiredStatus: 'stop', DesiredDescription: 'alloc is lost since its node is down' }, 'PlanResult');
+      this.cluster.patchAllocation(allocId, { ClientStatus: 'lost', ClientDescription: '', DesiredStatus: 'stop', DesiredDescription: STOP_REASONS.lost }, 'PlanResult');
       const job = this.cluster.job(alloc.JobID, { namespace });
       if (job === undefined || job.Stop === true) return;
       const evaluation = this.cluster.createEvaluation(alloc.JobID, { TriggeredBy: 'node-update' }, { namespace });
@@ -141,7 +169,7 @@ export class ActingCluster {
 
   /** A task that exited and restarts within its policy is started again `delayMs` later (unless its allocation is stopping by then). */
   restartTask(allocId: string, task: string, delayMs: number): void {
-    this.after(`restart:${allocId}:${task}`, delayMs, () => {
+    this.after(delayMs, () => {
       const alloc = this.cluster.allocation(allocId);
       if (alloc?.DesiredStatus === 'run' && !isClientTerminal(alloc.ClientStatus)) this.cluster.startTask(allocId, task);
     });
@@ -156,152 +184,53 @@ export class ActingCluster {
     this.unlisten();
     for (const timer of this.timers) this.clock.clearTimeout(timer);
     this.timers.clear();
-    this.scheduled.clear();
+    this.collecting.clear();
+    this.scheduler.clear();
+    this.watcher.clear();
   }
 
-  private after(key: string, delayMs: number, work: () => void): void {
-    if (this.scheduled.has(key)) return;
-    this.scheduled.add(key);
+  private after(delayMs: number, work: () => void): void {
     const timer = this.clock.setTimeout(() => {
       this.timers.delete(timer);
-      this.scheduled.delete(key);
       work();
     }, delayMs);
     this.timers.add(timer);
   }
 
+  private failureFor(alloc: Allocation): ClientFailure | undefined {
+    const plan = take(this.allocationFailures, alloc.JobID);
+    return plan === undefined ? undefined : { exitCode: plan.exitCode ?? 1, runMs: plan.runMs ?? 0 };
+  }
+
   private follow(batch: EventBatch): void {
     for (const event of batch.Events) {
       if (event.Topic === 'Evaluation') this.onEvaluation(event.Payload.Evaluation as Evaluation);
-      else if (event.Topic === 'Allocation') this.onAllocation(event.Payload.Allocation as Allocation);
+      else if (event.Topic === 'Allocation') {
+        const alloc = event.Payload.Allocation as Allocation;
+        this.client.onAllocation(alloc);
+        this.watcher.onAllocation(alloc);
+      }
     }
   }
 
   private onEvaluation(evaluation: Evaluation): void {
     const namespace = evaluation.Namespace ?? 'default';
     const jobId = evaluation.JobID ?? '';
-    if (evaluation.Status === 'pending') {
-      this.after(`eval:${evaluation.ID}`, this.delays.scheduleDelayMs, () => this.evaluate(evaluation.ID));
-    } else if (evaluation.TriggeredBy === 'job-deregister' && this.cluster.job(jobId, { namespace }) === undefined) {
-      this.collectLater(namespace, jobId);
-    }
-  }
-
-  private onAllocation(alloc: Allocation): void {
-    const stopping = alloc.DesiredStatus === 'stop' || alloc.DesiredStatus === 'evict';
-    if (!stopping && alloc.ClientStatus === 'pending' && alloc.TaskStates == null) {
-      this.after(`receive:${alloc.ID}`, this.delays.receiveDelayMs, () => this.receive(alloc.ID));
-    } else if (stopping && !isClientTerminal(alloc.ClientStatus)) {
-      this.after(`kill:${alloc.ID}`, this.delays.stopDelayMs, () => this.kill(alloc.ID));
-    }
-  }
-
-  /** The scheduler's pass over every group of the evaluation's job. */
-  private evaluate(evalId: string): void {
-    const evaluation = this.cluster.evaluation(evalId);
-    if (evaluation?.Status !== 'pending') return;
-    const namespace = evaluation.Namespace ?? 'default';
-    const jobId = evaluation.JobID ?? '';
-    const job = this.cluster.job(jobId, { namespace }) as JsonObject | undefined;
-    if (job === undefined || job.Stop === true) {
-      this.cluster.updateEvaluation(evalId, { Status: 'complete' });
-      return;
-    }
-    let planned = false;
-    for (const group of job.TaskGroups as JsonObject[]) planned = this.scheduleGroup(job, group, evalId, namespace) || planned;
-    if (!planned) this.cluster.updateEvaluation(evalId, { Status: 'complete', QueuedAllocations: {} });
-  }
-
-  /** Returns whether a plan was applied (which completes the evaluation). */
-  private scheduleGroup(job: JsonObject, group: JsonObject, evalId: string, namespace: string): boolean {
-    const jobId = String(job.ID);
-    const name = String(group.Name);
-    const live = this.cluster
-      .listAllocations({ namespace, jobId })
-      .filter((a) => a.TaskGroup === name && a.DesiredStatus === 'run' && !isClientTerminal(String(a.ClientStatus)));
-    const stale = live.filter((a) => a.JobVersion !== job.Version);
-    const replaced = stale.filter((a) => {
-      const from = this.cluster.allocation(String(a.ID))?.Job as JsonObject | undefined;
-      return from === undefined || tasksUpdated(from, job, name);
-    });
-    const kept = live.filter((a) => !replaced.includes(a)).sort((a, b) => nameIndex(String(a.Name)) - nameIndex(String(b.Name)));
-    const wanted = Number(group.Count);
-    const place = Math.max(0, wanted - kept.length);
-    const stop = [...replaced, ...kept.slice(wanted)].map((a) => String(a.ID));
-    let planned = false;
-    if (replaced.length === 0 && stale.length > 0) {
-      this.cluster.updateInPlace(jobId, { namespace, group: name, evalId });
-      planned = true;
-    }
-    if (place === 0 && stop.length === 0) return planned;
-    const failure = place > 0 ? take(this.placementFailures, jobId) : undefined;
-    if (failure !== undefined) {
-      this.cluster.failPlacement(jobId, { namespace, group: name, evalId, ...(failure.dimension === undefined ? {} : { dimension: failure.dimension }) });
-    } else {
-      this.cluster.batch(() => {
-        const placed = this.cluster.placeAllocations(jobId, { namespace, group: name, evalId, count: place, stop });
-        for (const alloc of placed) this.assignPorts(alloc.ID, group);
-      });
-    }
-    return true;
-  }
-
-  /** The scheduler picks host ports for the group's dynamic ports (from 20000 up on the fake's one node, IP 127.0.0.1). */
-  private assignPorts(allocId: string, group: JsonObject): void {
-    const networks = (group.Networks as JsonObject[] | null) ?? [];
-    const ports = networks.flatMap((network) =>
-      [...((network.ReservedPorts as JsonObject[] | null) ?? []), ...((network.DynamicPorts as JsonObject[] | null) ?? [])].map((port) => ({
-        Label: port.Label, Value: Number(port.Value ?? 0) || this.nextPort++, To: Number(port.To ?? 0), HostIP: '127.0.0.1',
-      })),
-    );
-    if (ports.length === 0) return;
-    const resources = this.cluster.allocation(allocId)?.AllocatedResources as JsonObject | undefined;
-    const shared = { ...(resources?.Shared as JsonObject | undefined), Ports: ports };
-    this.cluster.patchAllocation(allocId, { AllocatedResources: { ...resources, Shared: shared } }, 'PlanResult');
-  }
-
-  private receive(allocId: string): void {
-    const alloc = this.cluster.allocation(allocId);
-    if (alloc === undefined || alloc.DesiredStatus !== 'run' || alloc.ClientStatus !== 'pending') return;
-    const tasks = (alloc.Job?.TaskGroups ?? []).find((group) => group.Name === alloc.TaskGroup)?.Tasks ?? [];
-    if (this.options.allocRoot !== undefined) {
-      // Task Setup: "Building Task Directory". Modes as Nomad's allocdir gives them: the allocation's
-      // own directory 0755, the shared alloc/ and each task's directories 0777, so a task's
-      // unprivileged user (an execution's setuser) can enter and write them.
-      const allocDir = join(this.options.allocRoot, allocId);
-      mkdirSync(allocDir, { recursive: true });
-      chmodSync(allocDir, 0o755);
-      const writable = [join(allocDir, 'alloc'), ...tasks.flatMap((task) => [join(allocDir, task.Name), join(allocDir, task.Name, 'local')])];
-      for (const dir of writable) {
-        mkdirSync(dir, { recursive: true });
-        chmodSync(dir, 0o777);
-      }
-    }
-    this.cluster.receiveAllocation(allocId);
-    this.after(`start:${allocId}`, this.delays.startDelayMs, () => this.start(allocId, tasks[0]?.Name));
-  }
-
-  private start(allocId: string, firstTask: string | undefined): void {
-    const alloc = this.cluster.allocation(allocId);
-    if (alloc === undefined || alloc.DesiredStatus !== 'run' || isClientTerminal(alloc.ClientStatus)) return;
-    const failure = firstTask === undefined ? undefined : take(this.allocationFailures, alloc.JobID);
-    if (failure !== undefined && firstTask !== undefined) this.cluster.failTask(allocId, firstTask, { exitCode: failure.exitCode ?? 1 });
-    else this.cluster.startTask(allocId);
-  }
-
-  private kill(allocId: string): void {
-    const alloc = this.cluster.allocation(allocId);
-    if (alloc === undefined || isClientTerminal(alloc.ClientStatus)) return;
-    this.cluster.killTasks(allocId);
+    if (evaluation.Status === 'pending') this.scheduler.onEvaluation(evaluation);
+    else if (evaluation.TriggeredBy === 'job-deregister' && this.cluster.job(jobId, { namespace }) === undefined) this.collectLater(namespace, jobId);
   }
 
   private collectLater(namespace: string, jobId: string): void {
-    if (!Number.isFinite(this.delays.gcAfterMs)) return;
-    this.after(`gc:${namespace}\u0000${jobId}`, this.delays.gcAfterMs, () => {
+    const key = `${namespace}\u0000${jobId}`;
+    if (!Number.isFinite(this.gcAfterMs) || this.collecting.has(key)) return;
+    this.collecting.add(key);
+    this.after(this.gcAfterMs, () => {
+      this.collecting.delete(key);
       if (this.cluster.job(jobId, { namespace }) !== undefined) return;
       const allocs = this.cluster.listAllocations({ namespace, jobId });
       // Not until every allocation has ended: look again later.
       if (allocs.some((a) => !isClientTerminal(String(a.ClientStatus)))) return this.collectLater(namespace, jobId);
+      for (const alloc of allocs) this.client.forget(String(alloc.ID));
       this.cluster.garbageCollect({
         allocIds: allocs.map((a) => String(a.ID)),
         evalIds: this.cluster.listEvaluations({ namespace, jobId }).map((e) => e.ID),

@@ -18,6 +18,8 @@ import {
   type TaskEventInput,
 } from './objects.js';
 import { exited, killed, notRestarting, oomKilled, received, restarting, started, type TaskUpdate } from './taskEvents.js';
+import { freeNames, type PlanInput, type PlanPlacement } from './plan.js';
+import { rescheduleEligible } from './reschedule.js';
 
 export type { TaskEventInput } from './objects.js';
 export type { TaskUpdate } from './taskEvents.js';
@@ -30,6 +32,12 @@ export interface RegisterOptions {
   jobModifyIndex?: number;
   /** What the registration's evaluation says triggered it (default job-register; job-scaling for a scale). */
   triggeredBy?: string;
+}
+
+/** What a client reports of one allocation in a Node.UpdateAlloc: its task changes and health verdicts, in order. */
+export interface ClientReport {
+  allocId: string;
+  changes: readonly ({ tasks: Record<string, TaskUpdate> } | { healthy: boolean; at: number })[];
 }
 
 export interface RegisterResult {
@@ -54,15 +62,6 @@ export interface PlaceOptions extends ScheduleOptions {
   stop?: readonly string[];
 }
 
-/** What a scheduler pass writes its plan with. */
-interface Plan {
-  namespace: string;
-  job: JsonObject;
-  group: JsonObject;
-  evaluation: JsonObject;
-  deployment: JsonObject | undefined;
-}
-
 export class ClusterState extends ClusterStore {
   readonly nodeId: string;
   readonly nodeName = 'fake-nomad';
@@ -72,6 +71,10 @@ export class ClusterState extends ClusterStore {
   publishPurges = false;
   /** The task drivers the node reports healthy (its commands run as local processes whichever it is). */
   nodeDrivers: readonly string[] = ['exec', 'raw_exec'];
+  /** The next dynamic port the scheduler hands out on the fake's node. */
+  private nextPort = 20_000;
+  /** While a client update is applied: the time its RPC arrived, every allocation's ModifyTime. */
+  private clientStamp: bigint | undefined;
 
   constructor(
     clock: Clock,
@@ -111,10 +114,20 @@ export class ClusterState extends ClusterStore {
     const key = jobKey(namespace, String(canonical.ID));
     const existing = this.jobs.get(key);
     if (options.enforceIndex) enforceIndex(existing?.current, options.jobModifyIndex ?? 0);
+    const unchanged = existing !== undefined && existing.current.Stop !== true && !specChanged(existing.current, canonical);
+    if (unchanged) {
+      // Job.Register writes nothing for a spec it already has: only the evaluation, in a write of its own.
+      const evaluation = this.batch(() => {
+        const created = this.newEvaluation(existing.current, options.triggeredBy ?? 'job-register', 'EvaluationUpdated');
+        this.refreshJobStatus(existing.current, 'EvaluationUpdated');
+        return created;
+      });
+      return { job: existing.current as Job, evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
+    }
     const { index, evaluation } = this.batch(() => {
       const index = this.touch('jobs', 'job_version', 'job_summary', 'evals');
       const previous = existing?.current;
-      const changed = previous === undefined || specChanged(previous, canonical);
+      const changed = previous === undefined || previous.Stop === true || specChanged(previous, canonical);
       const version = previous === undefined ? 0 : Number(previous.Version) + (changed ? 1 : 0);
       const job: JsonObject = {
         ...canonical, Stop: false, Status: this.registeredStatus(canonical), Stable: false, Version: version, SubmitTime: this.nowNanos(),
@@ -129,6 +142,12 @@ export class ClusterState extends ClusterStore {
       return { index, evaluation: this.newEvaluation(job, options.triggeredBy ?? 'job-register', 'JobRegistered') };
     });
     return { job: this.jobs.get(key)!.current as Job, evaluation: omitEmpty(evaluation) as Evaluation, index };
+  }
+
+  /** Job.Register's EnforceIndex check alone (nomad/job_endpoint.go: against the state, before the raft apply). */
+  checkEnforceIndex(spec: JsonObject | Job, options: RegisterOptions = {}): void {
+    const namespace = options.namespace ?? (typeof spec.Namespace === 'string' && spec.Namespace !== '' ? spec.Namespace : 'default');
+    enforceIndex(this.jobs.get(jobKey(namespace, String(spec.ID)))?.current, options.jobModifyIndex ?? 0);
   }
 
   /**
@@ -164,7 +183,7 @@ export class ClusterState extends ClusterStore {
   deregisterJob(id: string, options: { namespace?: string; purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
     const namespace = options.namespace ?? 'default';
     const record = this.jobs.get(jobKey(namespace, id));
-    if (record === undefined) throw new NomadApiError(404, 'job not found');
+    if (record === undefined) return this.deregisterAbsentJob(id, namespace);
     const evaluation = this.batch(() => {
       this.touch('jobs', 'job_version', 'evals');
       if (options.purge) {
@@ -178,7 +197,7 @@ export class ClusterState extends ClusterStore {
         this.publish('Job', 'JobDeregistered', job);
         this.current.batches.push([]);
       }
-      return this.newEvaluation(record.current, 'job-deregister', 'JobDeregistered');
+      return this.newEvaluation(record.current, 'job-deregister', 'JobDeregistered', { JobModifyIndex: this.current.index });
     });
     const running = this.deployments.ofJob(namespace, id).filter((d) => d.Status === 'running');
     const live = this.liveAllocations(id, namespace);
@@ -207,6 +226,19 @@ export class ClusterState extends ClusterStore {
     return { evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
   }
 
+  /**
+   * Nomad 1.1.2 applies a deregistration of a job it does not have all the same: a job-deregister
+   * evaluation (the defaults of a job: service, priority 50), which the scheduler completes at once.
+   */
+  private deregisterAbsentJob(id: string, namespace: string): { evaluation: Evaluation; index: number } {
+    const evaluation = this.batch(() => {
+      const job: JsonObject = { ID: id, Namespace: namespace, Priority: 50, Type: 'service', JobModifyIndex: this.current.index };
+      return this.newEvaluation(job, 'job-deregister', 'JobDeregistered');
+    });
+    this.completeEvaluation(String(evaluation.ID));
+    return { evaluation: omitEmpty(evaluation) as Evaluation, index: Number(evaluation.CreateIndex) };
+  }
+
   private liveAllocations(jobId: string, namespace: string): JsonObject[] {
     return this.allocs.ofJob(namespace, jobId).filter((a) => a.DesiredStatus === 'run' && !isClientTerminal(a));
   }
@@ -215,49 +247,84 @@ export class ClusterState extends ClusterStore {
   // Scheduling
 
   /**
-   * One scheduler pass over a group's allocations: `write` applies the plan in one PlanResult batch,
-   * given the evaluation and the job version's deployment (created on first use), and returns the
-   * allocations it wrote; then the evaluation completes.
+   * Applies a scheduler's plan as Nomad's plan applier does: one PlanResult write (the evaluation as
+   * the scheduler took it, the job version's deployment created and older ones cancelled, new
+   * allocations, stops, in-place moves, follow-up evaluations named), then the evaluation completes
+   * in a write of its own, naming the deployment. Returns the allocations placed.
    */
-  private schedule(jobId: string, options: ScheduleOptions, write: (plan: Plan) => JsonObject[]): Allocation[] {
+  applyPlan(jobId: string, plan: PlanInput, options: { namespace?: string } = {}): Allocation[] {
     const namespace = options.namespace ?? 'default';
     const job = this.requireJob(jobId, namespace);
-    const group = this.requireGroup(job, options.group);
-    const planned = this.batch(() => {
-      const evaluation = this.evaluationFor(job, options.evalId);
-      return { allocs: write({ namespace, job, group, evaluation, deployment: this.deploymentFor(job, group) }), evaluation };
+    const evaluation = this.evals.get(plan.evalId);
+    if (evaluation === undefined) throw new NomadApiError(404, 'eval not found');
+    const snapshot = this.index;
+    const placed = this.batch(() => {
+      this.touch('evals');
+      evaluation.ModifyIndex = this.current.index;
+      this.publish('Evaluation', 'PlanResult', evaluation);
+      const versioned = [...(plan.place ?? []).map((p) => p.group), ...(plan.inPlace ?? []).map((id) => String(this.requireAlloc(id).TaskGroup))];
+      const deployment = versioned.length > 0 ? this.deploymentFor(job, versioned) : undefined;
+      const allocs: JsonObject[] = [];
+      for (const placement of plan.place ?? []) {
+        const group = this.requireGroup(job, placement.group);
+        const inDeployment = deployment !== undefined && group.Update !== null ? deployment : undefined;
+        const alloc = this.newAllocation(job, group, placement.name, evaluation, inDeployment, placement.canary === true, placement);
+        allocs.push(alloc);
+        if (inDeployment) this.countPlaced(inDeployment, String(group.Name), [String(alloc.ID)], placement.canary === true);
+        if (placement.previousAllocation !== undefined) this.updateAlloc(placement.previousAllocation, 'PlanResult', { NextAllocation: alloc.ID }, true);
+      }
+      for (const stop of plan.stop ?? []) {
+        this.updateAlloc(stop.allocId, 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: stop.description }, true);
+      }
+      for (const id of plan.inPlace ?? []) this.moveInPlace(job, id, evaluation, deployment);
+      for (const [allocId, followup] of Object.entries(plan.followups ?? {})) this.updateAlloc(allocId, 'PlanResult', { FollowupEvalID: followup }, true);
+      this.refreshJobStatus(job, 'PlanResult');
+      return allocs;
     });
-    this.completeEvaluation(String(planned.evaluation.ID), { QueuedAllocations: { [String(group.Name)]: 0 } });
-    return planned.allocs.map((a) => this.allocation(String(a.ID))!);
+    this.finishEvaluation(plan.evalId, job, snapshot);
+    return placed.map((a) => this.allocation(String(a.ID))!);
+  }
+
+  /**
+   * The evaluation done (its own write): complete, queued allocations per group, the snapshot it
+   * planned from, and the job version's deployment, as Nomad's worker writes it.
+   */
+  finishEvaluation(evalId: string, job: JsonObject, snapshot = this.index, fields: JsonObject = {}): void {
+    const evaluation = this.evals.get(evalId);
+    if (evaluation === undefined) throw new NomadApiError(404, 'eval not found');
+    const deployment = this.deployments.ofJob(String(job.Namespace), String(job.ID)).find((d) => d.JobVersion === job.Version && d.JobCreateIndex === job.CreateIndex);
+    const queued = Object.fromEntries((job.TaskGroups as JsonObject[]).map((g) => [g.Name, 0]));
+    this.batch(() => this.patchEvaluation(evaluation, {
+      Status: 'complete', SnapshotIndex: snapshot, QueuedAllocations: queued, ...(deployment ? { DeploymentID: deployment.ID } : {}), ...fields,
+    }));
+  }
+
+  /** The evaluation a scripted pass uses: the one named, the job's newest pending one, or a new one. */
+  private scriptedEvaluation(job: JsonObject, evalId: string | undefined): string {
+    if (evalId !== undefined) {
+      if (this.evals.get(evalId) === undefined) throw new NomadApiError(404, 'eval not found');
+      return evalId;
+    }
+    const pending = this.evals.ofJob(String(job.Namespace), String(job.ID)).filter((e) => e.Status === 'pending').sort(byCreateIndex);
+    return String((pending[pending.length - 1] ?? this.batch(() => this.newEvaluation(job, 'job-register', 'EvaluationUpdated'))).ID);
   }
 
   /** A scheduler placement (PlanResult): new allocations for a group, the deployment, then the evaluation completes. */
   placeAllocations(jobId: string, options: PlaceOptions = {}): Allocation[] {
-    return this.schedule(jobId, options, ({ namespace, job, group, evaluation, deployment }) => {
-      const live = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version === job.Version);
-      const count = options.count ?? Math.max(0, Number(group.Count) - live.length);
-      const used = new Set(this.allocs.ofJob(namespace, jobId).filter((a) => a.DesiredStatus === 'run').map((a) => a.Name));
-      const allocs: JsonObject[] = [];
-      for (let slot = 0; allocs.length < count; slot++) {
-        const name = `${jobId}.${String(group.Name)}[${slot}]`;
-        if (used.has(name)) continue;
-        allocs.push(this.newAllocation(job, group, name, evaluation, deployment, options.canary === true));
-      }
-      if (deployment) {
-        this.adjustDeploymentGroup(deployment, String(group.Name), (state) => {
-          state.PlacedAllocs = Number(state.PlacedAllocs) + allocs.length;
-          if (options.canary) state.PlacedCanaries = [...((state.PlacedCanaries as string[] | null) ?? []), ...allocs.map((a) => String(a.ID))];
-        }, 'PlanResult');
-        evaluation.DeploymentID = deployment.ID;
-      }
-      this.publish('Evaluation', 'PlanResult', evaluation);
-      for (const id of options.stop ?? []) {
-        this.requireAlloc(id);
-        this.updateAlloc(id, 'PlanResult', { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' }, true);
-      }
-      this.refreshJobStatus(job, 'PlanResult');
-      return allocs;
-    });
+    const namespace = options.namespace ?? 'default';
+    const job = this.requireJob(jobId, namespace);
+    const group = this.requireGroup(job, options.group);
+    const live = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version === job.Version);
+    const count = options.count ?? Math.max(0, Number(group.Count) - live.length);
+    const names = freeNames(jobId, String(group.Name), this.allocs.ofJob(namespace, jobId), count);
+    return this.applyPlan(jobId, {
+      evalId: this.scriptedEvaluation(job, options.evalId),
+      place: names.map((name) => ({ group: String(group.Name), name, canary: options.canary === true })),
+      stop: (options.stop ?? []).map((allocId) => {
+        this.requireAlloc(allocId);
+        return { allocId, description: 'alloc not needed due to job update' };
+      }),
+    }, { namespace });
   }
 
   /**
@@ -268,23 +335,27 @@ export class ClusterState extends ClusterStore {
    * tasks: the client keeps them running.
    */
   updateInPlace(jobId: string, options: ScheduleOptions = {}): Allocation[] {
-    return this.schedule(jobId, options, ({ namespace, job, group, evaluation, deployment }) => {
-      const allocs = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version !== job.Version);
-      if (deployment) {
-        this.adjustDeploymentGroup(deployment, String(group.Name), (state) => {
-          state.PlacedAllocs = Number(state.PlacedAllocs) + allocs.filter((a) => a.DeploymentID !== deployment.ID).length;
-        }, 'PlanResult');
-        evaluation.DeploymentID = deployment.ID;
-      }
-      this.publish('Evaluation', 'PlanResult', evaluation);
-      for (const alloc of allocs) {
-        const id = String(alloc.ID);
-        this.allocJobs.set(id, job);
-        const moved = deployment !== undefined && alloc.DeploymentID !== deployment.ID;
-        this.updateAlloc(id, 'PlanResult', { EvalID: evaluation.ID, ...(moved ? { DeploymentID: deployment.ID, DeploymentStatus: null } : {}) }, true);
-      }
-      return allocs;
-    });
+    const namespace = options.namespace ?? 'default';
+    const job = this.requireJob(jobId, namespace);
+    const group = this.requireGroup(job, options.group);
+    const stale = this.liveAllocations(jobId, namespace).filter((a) => a.TaskGroup === group.Name && this.allocJobs.get(String(a.ID))?.Version !== job.Version);
+    this.applyPlan(jobId, { evalId: this.scriptedEvaluation(job, options.evalId), inPlace: stale.map((a) => String(a.ID)) }, { namespace });
+    return stale.map((a) => this.allocation(String(a.ID))!);
+  }
+
+  private moveInPlace(job: JsonObject, allocId: string, evaluation: JsonObject, deployment: JsonObject | undefined): void {
+    const alloc = this.requireAlloc(allocId);
+    this.allocJobs.set(allocId, job);
+    const moved = deployment !== undefined && alloc.DeploymentID !== deployment.ID;
+    if (moved) this.countPlaced(deployment, String(alloc.TaskGroup), [], false, 1);
+    this.updateAlloc(allocId, 'PlanResult', { EvalID: evaluation.ID, ...(moved ? { DeploymentID: deployment.ID, DeploymentStatus: null } : {}) }, true);
+  }
+
+  private countPlaced(deployment: JsonObject, group: string, ids: readonly string[], canary: boolean, extra = 0): void {
+    this.adjustDeploymentGroup(deployment, group, (state) => {
+      state.PlacedAllocs = Number(state.PlacedAllocs) + ids.length + extra;
+      if (canary) state.PlacedCanaries = [...((state.PlacedCanaries as string[] | null) ?? []), ...ids];
+    }, 'PlanResult');
   }
 
   /**
@@ -298,7 +369,8 @@ export class ClusterState extends ClusterStore {
     const task = (group.Tasks as JsonObject[])[0]!;
     const failed = { [String(group.Name)]: allocMetric(this.nodeId, { dimension: options.dimension ?? 'memory', task: String(task.Name), resources: resourcesOf(task) }) };
     // Nomad creates the blocked evaluation first, then applies the (empty) plan, then completes.
-    const evaluation = this.evaluationFor(job, options.evalId);
+    const evaluation = this.evals.get(this.scriptedEvaluation(job, options.evalId))!;
+    const snapshot = this.index;
     const blocked = this.batch(() =>
       this.newEvaluation(job, 'queued-allocs', 'EvaluationUpdated', {
         Status: 'blocked', StatusDescription: 'created to place remaining allocations', PreviousEval: evaluation.ID,
@@ -306,34 +378,35 @@ export class ClusterState extends ClusterStore {
       }),
     );
     this.batch(() => {
-      const deployment = this.deploymentFor(job, group);
-      if (deployment) evaluation.DeploymentID = deployment.ID;
+      this.deploymentFor(job, [String(group.Name)]);
+      this.touch('evals');
+      evaluation.ModifyIndex = this.current.index;
       this.publish('Evaluation', 'PlanResult', evaluation);
     });
-    this.completeEvaluation(String(evaluation.ID), {
+    this.finishEvaluation(String(evaluation.ID), job, snapshot, {
       BlockedEval: blocked.ID, FailedTGAllocs: failed, QueuedAllocations: { [String(group.Name)]: Number(group.Count) },
     });
     return { evaluation: this.evaluation(String(evaluation.ID))!, blocked: omitEmpty(blocked) as Evaluation };
   }
 
-  private evaluationFor(job: JsonObject, evalId: string | undefined): JsonObject {
-    if (evalId !== undefined) {
-      const evaluation = this.evals.get(evalId);
-      if (evaluation === undefined) throw new NomadApiError(404, 'eval not found');
-      return evaluation;
-    }
-    const pending = this.evals.ofJob(String(job.Namespace), String(job.ID)).filter((e) => e.Status === 'pending').sort(byCreateIndex);
-    return pending[pending.length - 1] ?? this.newEvaluation(job, 'job-register', 'PlanResult');
-  }
-
-  /** The running deployment of this job version, created on first placement (service jobs with an update block). */
-  private deploymentFor(job: JsonObject, group: JsonObject): JsonObject | undefined {
-    if (job.Type !== 'service' || group.Update === null) return undefined;
-    const found = this.deployments.ofJob(String(job.Namespace), String(job.ID)).find((d) => d.JobVersion === job.Version && d.Status === 'running');
+  /**
+   * The running deployment of this job version, created on first use (service jobs whose groups
+   * have an update block); older versions' running deployments are cancelled in the same plan.
+   */
+  private deploymentFor(job: JsonObject, groupNames: readonly string[]): JsonObject | undefined {
+    const groups = (job.TaskGroups as JsonObject[]).filter((g) => g.Update !== null);
+    if (job.Type !== 'service' || !groups.some((g) => groupNames.includes(String(g.Name)))) return undefined;
+    const ofJob = this.deployments.ofJob(String(job.Namespace), String(job.ID));
+    const found = ofJob.find((d) => d.JobVersion === job.Version && d.JobCreateIndex === job.CreateIndex && d.Status === 'running');
     if (found) return found;
+    for (const older of ofJob) {
+      if (older.Status === 'running' || older.Status === 'paused') {
+        this.updateDeployment(String(older.ID), 'PlanResult', { Status: 'cancelled', StatusDescription: DEPLOYMENT_DESCRIPTIONS.superseded });
+      }
+    }
     const index = this.touch('deployment');
-    const groups = Object.fromEntries(
-      (job.TaskGroups as JsonObject[]).filter((g) => g.Update !== null).map((g) => {
+    const states = Object.fromEntries(
+      groups.map((g) => {
         const update = g.Update as JsonObject;
         return [g.Name, {
           AutoPromote: update.AutoPromote, AutoRevert: update.AutoRevert, DesiredCanaries: update.Canary, DesiredTotal: g.Count,
@@ -342,33 +415,39 @@ export class ClusterState extends ClusterStore {
         }];
       }),
     );
-    const canaries = Object.values(groups).some((g) => Number((g as JsonObject).DesiredCanaries) > 0);
+    const canaries = Object.values(states).some((g) => Number((g as JsonObject).DesiredCanaries) > 0);
     const deployment: JsonObject = {
       CreateIndex: index, ID: this.random.uuid(), IsMultiregion: false, JobCreateIndex: job.CreateIndex, JobID: job.ID,
       JobModifyIndex: job.JobModifyIndex, JobSpecModifyIndex: job.JobModifyIndex, JobVersion: job.Version, ModifyIndex: index,
       Namespace: job.Namespace, Status: 'running',
-      StatusDescription: canaries ? 'Deployment is running but requires manual promotion' : DEPLOYMENT_DESCRIPTIONS.running, TaskGroups: groups,
+      StatusDescription: canaries ? 'Deployment is running but requires manual promotion' : DEPLOYMENT_DESCRIPTIONS.running, TaskGroups: states,
     };
     this.deployments.set(String(deployment.ID), deployment);
     this.publish('Deployment', 'PlanResult', deployment);
     return deployment;
   }
 
-  private newAllocation(job: JsonObject, group: JsonObject, name: string, evaluation: JsonObject, deployment: JsonObject | undefined, canary: boolean): JsonObject {
+  private newAllocation(
+    job: JsonObject, group: JsonObject, name: string, evaluation: JsonObject, deployment: JsonObject | undefined, canary: boolean,
+    placement: Partial<PlanPlacement> = {},
+  ): JsonObject {
     const index = this.touch('allocs', 'job_summary');
     const now = this.nowNanos();
     const tasks = group.Tasks as JsonObject[];
     const resources = tasks.map(resourcesOf);
     const sum = (field: string): number => resources.reduce((total, r) => total + Number(r[field] ?? 0), 0);
     const disk = Number((group.EphemeralDisk as JsonObject | null)?.SizeMB ?? 300);
+    const allocated = allocatedResources(group);
+    const ports = this.hostPorts(group);
+    if (ports.length > 0) allocated.Shared = { ...(allocated.Shared as JsonObject), Ports: ports };
     const alloc: JsonObject = {
-      AllocModifyIndex: index, AllocatedResources: allocatedResources(group), ClientDescription: '', ClientStatus: 'pending',
+      AllocModifyIndex: index, AllocatedResources: allocated, ClientDescription: '', ClientStatus: 'pending',
       CreateIndex: index, CreateTime: now, DeploymentID: deployment?.ID ?? '',
       DeploymentStatus: canary ? { Canary: true, Healthy: null, ModifyIndex: index, Timestamp: null } : null,
       DesiredDescription: '', DesiredStatus: 'run', DesiredTransition: { ForceReschedule: null, Migrate: null, Reschedule: null },
       EvalID: evaluation.ID, FollowupEvalID: '', ID: this.random.uuid(), JobID: job.ID, Metrics: allocMetric(this.nodeId),
       ModifyIndex: index, ModifyTime: now, Name: name, Namespace: job.Namespace, NetworkStatus: null, NextAllocation: '',
-      NodeID: this.nodeId, NodeName: this.nodeName, PreviousAllocation: '', RescheduleTracker: null,
+      NodeID: this.nodeId, NodeName: this.nodeName, PreviousAllocation: placement.previousAllocation ?? '', RescheduleTracker: placement.rescheduleTracker ?? null,
       Resources: { CPU: sum('CPU'), Cores: 0, Devices: null, DiskMB: disk, IOPS: 0, MemoryMB: sum('MemoryMB'), MemoryMaxMB: sum('MemoryMB'), Networks: null },
       SharedResources: { CPU: 0, Cores: 0, Devices: null, DiskMB: disk, IOPS: 0, MemoryMB: 0, MemoryMaxMB: 0, Networks: null },
       TaskGroup: group.Name, TaskResources: Object.fromEntries(tasks.map((t, i) => [t.Name, resources[i]])), TaskStates: null,
@@ -379,6 +458,15 @@ export class ClusterState extends ClusterStore {
     return alloc;
   }
 
+  /** The scheduler's choice of host ports for the group's ports (dynamic ones from 20000 up on the fake's one node, IP 127.0.0.1). */
+  private hostPorts(group: JsonObject): JsonObject[] {
+    const networks = (group.Networks as JsonObject[] | null) ?? [];
+    return networks.flatMap((network) =>
+      [...((network.ReservedPorts as JsonObject[] | null) ?? []), ...((network.DynamicPorts as JsonObject[] | null) ?? [])].map((port) => ({
+        Label: port.Label, Value: Number(port.Value ?? 0) || this.nextPort++, To: Number(port.To ?? 0), HostIP: '127.0.0.1',
+      })),
+    );
+  }
   // ---------------------------------------------------------------------------------------------
   // Evaluations
 
@@ -399,7 +487,11 @@ export class ClusterState extends ClusterStore {
   createEvaluation(jobId: string, fields: JsonObject & { TriggeredBy?: string } = {}, options: { namespace?: string; type?: string } = {}): Evaluation {
     const job = this.requireJob(jobId, options.namespace ?? 'default');
     // The raft message that creates it names the event: EvaluationUpdated, or e.g. AllocationUpdateDesiredStatus for the deployment watcher's.
-    const evaluation = this.batch(() => this.newEvaluation(job, fields.TriggeredBy ?? 'job-register', options.type ?? 'EvaluationUpdated', fields));
+    const evaluation = this.batch(() => {
+      const created = this.newEvaluation(job, fields.TriggeredBy ?? 'job-register', options.type ?? 'EvaluationUpdated', fields);
+      this.refreshJobStatus(job, options.type ?? 'EvaluationUpdated');
+      return created;
+    });
     return omitEmpty(evaluation) as Evaluation;
   }
 
@@ -433,10 +525,10 @@ export class ClusterState extends ClusterStore {
     this.batch(() => {
       const states: Record<string, JsonObject> = cloneJson((alloc.TaskStates as Record<string, JsonObject> | null) ?? {});
       for (const task of this.tasksOf(alloc)) states[String(task.Name)] ??= taskState();
-      const now = this.clock.now();
       for (const [name, update] of Object.entries(updates)) {
         const state = states[name];
         if (state === undefined) throw new NomadApiError(400, `unknown task name "${name}"`);
+        const now = update.at ?? this.clock.now();
         const events = [...(state.Events as JsonObject[]), ...(update.events ?? []).map((e) => taskEvent(e, nanosFromMillis(now)))];
         state.Events = events.slice(-MAX_TASK_EVENTS);
         for (const e of update.events ?? []) if (e.Type === 'Restarting') Object.assign(state, { Restarts: Number(state.Restarts) + 1, LastRestart: rfc3339Nano(now) });
@@ -508,11 +600,11 @@ export class ClusterState extends ClusterStore {
   }
 
   /** The client's health verdict: DeploymentStatus and the deployment's counters, in one write. */
-  setAllocHealth(allocId: string, healthy: boolean): Allocation {
+  setAllocHealth(allocId: string, healthy: boolean, options: { at?: number } = {}): Allocation {
     const alloc = this.requireAlloc(allocId);
     this.batch(() => {
       const previous = alloc.DeploymentStatus as JsonObject | null;
-      const status = { Canary: previous?.Canary ?? false, Healthy: healthy, ModifyIndex: this.current.index, Timestamp: rfc3339Nano(this.clock.now()) };
+      const status = { Canary: previous?.Canary ?? false, Healthy: healthy, ModifyIndex: this.current.index, Timestamp: rfc3339Nano(options.at ?? this.clock.now()) };
       this.updateAlloc(allocId, 'AllocationUpdated', { DeploymentStatus: status }, false);
       const deployment = this.deployments.get(String(alloc.DeploymentID));
       if (deployment && previous?.Healthy !== healthy) {
@@ -556,10 +648,45 @@ export class ClusterState extends ClusterStore {
     return this.allocation(allocId)!;
   }
 
+  /**
+   * One Node.UpdateAlloc as Nomad's server applies it (nomad/node_endpoint.go UpdateAlloc, batched
+   * for 50 ms): every allocation's reported changes in one raft write, each allocation stamped with
+   * the time the update arrived (`receivedAt`); then, as a second item at the same index, an
+   * alloc-failure evaluation for each allocation that failed and may be rescheduled.
+   */
+  applyClientUpdates(reports: readonly ClientReport[], receivedAt: number): Evaluation[] {
+    return this.batch(() => {
+      this.clientStamp = nanosFromMillis(receivedAt);
+      try {
+        for (const report of reports) {
+          if (this.allocs.get(report.allocId) === undefined) continue;
+          for (const change of report.changes) {
+            if ('tasks' in change) this.updateTasks(report.allocId, change.tasks);
+            else this.setAllocHealth(report.allocId, change.healthy, { at: change.at });
+          }
+        }
+      } finally {
+        this.clientStamp = undefined;
+      }
+      this.current.batches.push([]);
+      const evaluations: Evaluation[] = [];
+      for (const report of reports) {
+        const alloc = this.allocs.get(report.allocId);
+        const job = alloc && this.jobs.get(jobKey(String(alloc.Namespace), String(alloc.JobID)))?.current;
+        const group = job && (job.TaskGroups as JsonObject[]).find((g) => g.Name === alloc.TaskGroup);
+        if (!alloc || !job || !group || alloc.ClientStatus !== 'failed' || alloc.FollowupEvalID) continue;
+        if (!rescheduleEligible(alloc, group.ReschedulePolicy as JsonObject | null, receivedAt * 1e6)) continue;
+        evaluations.push(omitEmpty(this.newEvaluation(job, 'alloc-failure', 'AllocationUpdated', { JobModifyIndex: 0 })) as Evaluation);
+        this.refreshJobStatus(job, 'AllocationUpdated');
+      }
+      return evaluations;
+    });
+  }
+
   private updateAlloc(allocId: string, type: string, fields: JsonObject, server: boolean): void {
     const alloc = this.requireAlloc(allocId);
     const index = this.touch('allocs', 'job_summary');
-    Object.assign(alloc, fields, { ModifyIndex: index, ModifyTime: this.nowNanos() }, server ? { AllocModifyIndex: index } : {});
+    Object.assign(alloc, fields, { ModifyIndex: index, ModifyTime: this.clientStamp ?? this.nowNanos() }, server ? { AllocModifyIndex: index } : {});
     this.publish('Allocation', type, alloc);
     const record = this.jobs.get(jobKey(String(alloc.Namespace), String(alloc.JobID)));
     if (record) {
@@ -604,7 +731,7 @@ export class ClusterState extends ClusterStore {
   /** Deployment watcher outcome: successful, failed ("Failed due to progress deadline" ...), cancelled, paused. */
   setDeploymentStatus(id: string, status: string, description = DEPLOYMENT_DESCRIPTIONS[status] ?? ''): Deployment {
     const deployment = this.deployments.get(id);
-    if (deployment === undefined) throw new NomadApiError(404, 'deployment not found');
+    if (deployment === undefined) throw new NomadApiError(500, 'deployment not found');
     const job = this.requireJob(String(deployment.JobID), String(deployment.Namespace));
     const watcher = (type: string): JsonObject => this.newEvaluation(job, 'deployment-watcher', type, { DeploymentID: id });
     let evaluation: JsonObject;
@@ -639,7 +766,7 @@ export class ClusterState extends ClusterStore {
   /** PUT /v1/deployment/allocation-health: the operator's verdicts (health_check = "manual"), one write. */
   setDeploymentAllocHealth(id: string, healthy: readonly string[], unhealthy: readonly string[]): Deployment {
     const deployment = this.deployments.get(id);
-    if (deployment === undefined) throw new NomadApiError(404, 'deployment not found');
+    if (deployment === undefined) throw new NomadApiError(500, 'deployment not found');
     // The deployment watcher's checks (nomad/deploymentwatcher SetAllocHealth).
     for (const allocId of [...healthy, ...unhealthy]) {
       const alloc = this.allocs.get(allocId);
@@ -656,7 +783,7 @@ export class ClusterState extends ClusterStore {
   /** POST /v1/deployment/promote: canaries lose the Canary flag, groups are marked promoted, an evaluation follows. */
   promoteDeployment(id: string, groups?: readonly string[]): { evaluation: Evaluation; index: number } {
     const deployment = this.deployments.get(id);
-    if (deployment === undefined) throw new NomadApiError(404, 'deployment not found');
+    if (deployment === undefined) throw new NomadApiError(500, 'deployment not found');
     const evaluation = this.batch(() => {
       const states = deployment.TaskGroups as Record<string, JsonObject>;
       for (const [name, state] of Object.entries(states)) {

@@ -13,6 +13,7 @@ import type { JsonObject } from './jobSpec.js';
 import { allocStub, cloneJson, jobStub, omitEmpty } from './objects.js';
 import { byCreateIndex, jobAt, jobSummary, matchesNamespace, type JobRecord } from './clusterRules.js';
 import { jobKey, ObjectTable } from './objectTable.js';
+import { matchesUuidPrefix, uuidDigits } from './uuidIndex.js';
 
 export type Table = 'jobs' | 'job_version' | 'job_summary' | 'allocs' | 'evals' | 'deployment';
 
@@ -115,6 +116,11 @@ export class ClusterStore {
     else events.push(event);
   }
 
+  /** Whether an allocation, evaluation or deployment is stored under exactly this ID. */
+  hasObject(id: string): boolean {
+    return this.allocs.get(id) !== undefined || this.evals.get(id) !== undefined || this.deployments.get(id) !== undefined;
+  }
+
   job(id: string, options: { namespace?: string; version?: number } = {}): Job | undefined {
     const record = this.jobs.get(jobKey(options.namespace ?? 'default', id));
     const job = options.version === undefined ? record?.current : record?.versions.get(options.version);
@@ -174,11 +180,17 @@ export class ClusterStore {
       .sort((a, b) => Number(b.CreateIndex) - Number(a.CreateIndex)) as Deployment[];
   }
 
-  /** A table's rows in the namespace ("*": every one) whose ID has the prefix, of one job when `jobId` is given (read from the job index). */
+  /**
+   * A table's rows in the namespace ("*": every one) whose ID has the prefix (compared as the bytes it
+   * decodes to, as Nomad's UUID index does: none for a prefix that is not one), of one job when
+   * `jobId` is given (read from the job index).
+   */
   private rows(table: ObjectTable, options: { namespace?: string; prefix?: string; jobId?: string }): JsonObject[] {
     const namespace = options.namespace ?? 'default';
     const candidates = options.jobId === undefined ? [...table.values()] : namespace === '*' ? [...table.values()].filter((o) => o.JobID === options.jobId) : table.ofJob(namespace, options.jobId);
-    return candidates.filter((o) => matchesNamespace(o, options.namespace) && String(o.ID).startsWith(options.prefix ?? ''));
+    const prefix = uuidDigits(options.prefix ?? '', false);
+    if ('error' in prefix) return [];
+    return candidates.filter((o) => matchesNamespace(o, options.namespace) && matchesUuidPrefix(String(o.ID), prefix.digits));
   }
 
   /**

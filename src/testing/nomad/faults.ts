@@ -46,6 +46,25 @@ export interface RequestFailureAnswer {
   headers: Readonly<Record<string, string>>;
 }
 
+/**
+ * Registers with EnforceIndex that are checked at once and applied a little later, as Nomad's
+ * Job.Register checks the index against its state before the raft apply: a purge of the same job
+ * arriving in between is applied first, and the register then re-creates the purged job at
+ * version 0 (measured on Nomad 1.1.2: a register sent together with a purge is accepted about half
+ * the time, and sometimes re-creates the job).
+ */
+export interface RegisterRace {
+  /** Jobs whose ID equals this, or matches this expression (default: any). */
+  jobId?: string | RegExp;
+  /** The share of matching registers held (default 1: every one), drawn from `seed`. */
+  probability?: number;
+  /** How many registers are held (default: until cleared). */
+  times?: number;
+  /** How long a held register waits between its check and its apply (default 1 ms). */
+  windowMs?: number;
+  seed?: number;
+}
+
 interface Counted<T> {
   value: T;
   remaining: number;
@@ -55,6 +74,7 @@ export class FaultSwitches {
   private streamPlans: Counted<StreamFaultPlan>[] = [];
   private failures: Counted<RequestFailureAnswer & { path?: string | RegExp }>[] = [];
   private refusals = 0;
+  private races: (Counted<RegisterRace> & { random: SeededRandom })[] = [];
 
   /** Applies `plan` to the next `times` event-stream connections (default 1). */
   stream(plan: StreamFaultPlan, times = 1): this {
@@ -82,10 +102,26 @@ export class FaultSwitches {
     return this;
   }
 
+  /** Lets registers with EnforceIndex race writes sent with them (RegisterRace). */
+  raceRegisters(race: RegisterRace = {}): this {
+    this.races.push({ value: race, remaining: race.times ?? Infinity, random: new SeededRandom(race.seed ?? 1) });
+    return this;
+  }
+
   clear(): void {
     this.streamPlans = [];
     this.failures = [];
     this.refusals = 0;
+    this.races = [];
+  }
+
+  /** @internal How long a register of `jobId` with EnforceIndex waits between its check and its apply, if it is held. */
+  takeRegisterRace(jobId: string): number | undefined {
+    const race = this.races.find((r) => r.remaining > 0 && (r.value.jobId === undefined || (typeof r.value.jobId === 'string' ? r.value.jobId === jobId : r.value.jobId.test(jobId))));
+    if (race === undefined || race.random.next() >= (race.value.probability ?? 1)) return undefined;
+    race.remaining--;
+    this.races = this.races.filter((r) => r.remaining > 0);
+    return race.value.windowMs ?? 1;
   }
 
   /** @internal The plan for a new stream connection, if any. */

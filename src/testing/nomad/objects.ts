@@ -146,6 +146,7 @@ export const DEPLOYMENT_DESCRIPTIONS: Record<string, string> = {
   failed: 'Deployment marked as failed',
   successful: 'Deployment completed successfully',
   cancelled: 'Cancelled because job is stopped',
+  superseded: 'Cancelled due to newer version of job',
 };
 
 /** A client task state summary as the client computes ClientStatus (client/allocrunner getClientStatus). */

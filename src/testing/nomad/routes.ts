@@ -7,10 +7,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parseBlocking, waitForIndex, type BlockingContext } from './blocking.js';
 import type { ClusterState, RegisterResult, Table } from './clusterState.js';
 import { NomadApiError } from './errors.js';
-import { decodeBody } from './goJson.js';
+import { plainExecAnswer } from './execQuery.js';
+import type { FaultSwitches } from './faults.js';
+import { decodeBody, goKind } from './goJson.js';
 import { parseJobHcl } from './hcl.js';
 import type { JsonObject } from './jobSpec.js';
 import type { Deployment } from '../../nomad/types.js';
+import { requireUuidDigits, uuidKey } from './uuidIndex.js';
 import { readBody, sendJson, sendText } from './wire.js';
 
 interface RouteContext {
@@ -20,6 +23,7 @@ interface RouteContext {
   readonly params: readonly string[];
   readonly cluster: ClusterState;
   readonly blocking: BlockingContext;
+  readonly faults: FaultSwitches;
 }
 
 type Handler = (ctx: RouteContext) => Promise<void> | void;
@@ -51,18 +55,41 @@ function listOptions(ctx: RouteContext): { namespace: string; prefix: string } {
   return { namespace: ctx.url.searchParams.get('namespace') || 'default', prefix: ctx.url.searchParams.get('prefix') ?? '' };
 }
 
+/** A UUID table's list options: the prefix must parse as Nomad's UUID index reads it (500 `<lead>index error: …`). */
+function uuidListOptions(ctx: RouteContext, lead: string): { namespace: string; prefix: string } {
+  const options = listOptions(ctx);
+  requireUuidDigits(options.prefix, false, lead);
+  return options;
+}
+
+/** The leads of Nomad's lookup errors, by table. */
+const LOOKUP = { alloc: 'alloc lookup failed: ', eval: 'eval lookup failed: ', deployment: 'deployment lookup failed: ', bare: '' } as const;
+
+/**
+ * The path's UUID as the state store looks it up: a whole ID (else the 500 `<lead>index error: …`),
+ * compared as bytes, so upper case names the same object.
+ */
+function pathUuid(ctx: RouteContext, table: keyof typeof LOOKUP): string {
+  const raw = pathParam(ctx);
+  const key = uuidKey(raw, LOOKUP[table]);
+  return ctx.cluster.hasObject(raw) ? raw : key;
+}
+
 /** A list endpoint: the table's index and whatever `read` lists. */
 function listRoute(pattern: RegExp, table: Table, read: (ctx: RouteContext) => unknown): Route {
   return { methods: GET, pattern, handler: (ctx) => query(ctx, () => ({ index: ctx.cluster.tableIndex(table), value: read(ctx) })) };
 }
 
-/** A single-object endpoint: the object's ModifyIndex, or Nomad's 404 text with the table's index. */
-function objectRoute(pattern: RegExp, table: Table, notFound: string, read: (ctx: RouteContext, id: string) => { ModifyIndex?: unknown } | undefined): Route {
+/**
+ * A single-object endpoint: the object's ModifyIndex, or Nomad's 404 text with the table's index.
+ * `uuid` names a UUID table's lookup (`alloc`, `eval`, `deployment`): the ID is parsed as its index does.
+ */
+function objectRoute(pattern: RegExp, table: Table, notFound: string, read: (ctx: RouteContext, id: string) => { ModifyIndex?: unknown } | undefined, uuid?: keyof typeof LOOKUP): Route {
   return {
     methods: GET,
     pattern,
     handler: (ctx) => query(ctx, () => {
-      const object = read(ctx, pathParam(ctx));
+      const object = read(ctx, uuid === undefined ? pathParam(ctx) : pathUuid(ctx, uuid));
       return object === undefined ? { index: ctx.cluster.tableIndex(table), notFound } : { index: Number(object.ModifyIndex), value: object };
     }),
   };
@@ -70,11 +97,17 @@ function objectRoute(pattern: RegExp, table: Table, notFound: string, read: (ctx
 
 /** The request body as a JSON object; Go's decoding errors otherwise, naming the request type. */
 async function writeBody(ctx: RouteContext, goType: string): Promise<JsonObject> {
-  const body = decodeBody(await readBody(ctx.req));
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new NomadApiError(400, `json: cannot unmarshal ${Array.isArray(body) ? 'array' : body === null ? 'null' : typeof body} into Go value of type ${goType}`);
-  }
+  const body = decodeBody(await readBody(ctx.req), hasNoBody(ctx.req));
+  // Go decodes null into a struct as nothing at all: the handler's own checks answer then.
+  if (body === null) return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw new NomadApiError(400, `json: cannot unmarshal ${goKind(body)} into Go value of type ${goType}`);
   return body as JsonObject;
+}
+
+/** Go's server gives a request without a body (Content-Length 0, or neither length nor chunking) http.NoBody. */
+function hasNoBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  return length === '0' || (length === undefined && req.headers['transfer-encoding'] === undefined);
 }
 
 /** A path segment, unescaped; a broken escape is the 400 Go's URL parser answers. */
@@ -99,16 +132,20 @@ async function register(ctx: RouteContext, pathId?: string): Promise<void> {
   const body = await writeBody(ctx, 'api.JobRegisterRequest');
   const job = body.Job as JsonObject | null | undefined;
   if (job === undefined || job === null) throw new NomadApiError(400, 'Job must be specified');
+  if (typeof job === 'object' && (job.ID === undefined || job.ID === null)) throw new NomadApiError(400, "Job ID hasn't been provided");
   if (pathId !== undefined && typeof job === 'object' && job.ID !== pathId) throw new NomadApiError(400, 'Job ID does not match name');
-  // Nomad 1.1.2 registers a job in its own Namespace ("default" when it has none), whatever ?namespace=
-  // or the request's Namespace say (apiJobAndRequestToStructs: writeReq.Namespace = sJob.Namespace; measured).
-  const namespace = typeof job.Namespace === 'string' && job.Namespace !== '' ? job.Namespace : 'default';
-  const result = ctx.cluster.registerJob(job, {
-    namespace,
-    enforceIndex: body.EnforceIndex === true,
-    jobModifyIndex: Number(body.JobModifyIndex ?? 0),
-  });
-  sendRegistered(ctx, result);
+  // Nomad's precedence: ?namespace=, then the request's Namespace, then the job's own.
+  const namespace = ctx.url.searchParams.get('namespace') || (typeof body.Namespace === 'string' && body.Namespace !== '' ? body.Namespace : undefined);
+  const options = { ...(namespace === undefined ? {} : { namespace }), enforceIndex: body.EnforceIndex === true, jobModifyIndex: Number(body.JobModifyIndex ?? 0) };
+  const window = options.enforceIndex ? ctx.faults.takeRegisterRace(String(job.ID)) : undefined;
+  if (window !== undefined) {
+    // Checked now, applied after the window: what came in between (a purge) is applied first.
+    ctx.cluster.checkEnforceIndex(job, options);
+    await new Promise<void>((resolve) => ctx.blocking.clock.setTimeout(resolve, window));
+    sendRegistered(ctx, ctx.cluster.registerJob(job, { ...options, enforceIndex: false }));
+    return;
+  }
+  sendRegistered(ctx, ctx.cluster.registerJob(job, options));
 }
 
 /** PUT /v1/job/:id/scale (command/agent/job_endpoint.go jobScaleAction), answered as a registration. */
@@ -131,6 +168,7 @@ async function deploymentBody(ctx: RouteContext, goType: string): Promise<JsonOb
   const body = await writeBody(ctx, goType);
   if (typeof body.DeploymentID !== 'string' || body.DeploymentID === '') throw new NomadApiError(400, 'DeploymentID must be specified');
   if (body.DeploymentID !== pathParam(ctx)) throw new NomadApiError(400, 'Deployment ID does not match');
+  pathUuid(ctx, 'deployment');
   return body;
 }
 
@@ -198,23 +236,29 @@ const ROUTES: readonly Route[] = [
       }, { index });
     },
   },
-  listRoute(/^\/v1\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations(listOptions(ctx))),
+  listRoute(/^\/v1\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations(uuidListOptions(ctx, 'alloc lookup failed: '))),
   {
     methods: WRITE,
     pattern: /^\/v1\/allocation\/([^/]+)\/stop$/,
     handler: (ctx) => {
-      const { evaluation, index } = ctx.cluster.stopAllocation(pathParam(ctx));
+      const id = pathUuid(ctx, 'alloc');
+      if (ctx.cluster.allocation(id) === undefined) throw new NomadApiError(404, 'allocation not found');
+      const { evaluation, index } = ctx.cluster.stopAllocation(id);
       sendJson(ctx.req, ctx.res, { EvalID: evaluation.ID, Index: index }, { index });
     },
   },
-  objectRoute(/^\/v1\/allocation\/([^/]+)$/, 'allocs', 'alloc not found', (ctx, id) => ctx.cluster.allocation(id)),
-  listRoute(/^\/v1\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations(listOptions(ctx))),
-  listRoute(/^\/v1\/evaluation\/([^/]+)\/allocations$/, 'allocs', (ctx) => ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === pathParam(ctx))),
-  objectRoute(/^\/v1\/evaluation\/([^/]+)$/, 'evals', 'eval not found', (ctx, id) => ctx.cluster.evaluation(id)),
-  listRoute(/^\/v1\/deployments$/, 'deployment', (ctx) => ctx.cluster.listDeployments(listOptions(ctx))),
-  listRoute(/^\/v1\/deployment\/allocations\/([^/]+)$/, 'allocs', (ctx) =>
-    ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === pathParam(ctx)),
-  ),
+  objectRoute(/^\/v1\/allocation\/([^/]+)$/, 'allocs', 'alloc not found', (ctx, id) => ctx.cluster.allocation(id), 'alloc'),
+  listRoute(/^\/v1\/evaluations$/, 'evals', (ctx) => ctx.cluster.listEvaluations(uuidListOptions(ctx, 'eval lookup failed: '))),
+  listRoute(/^\/v1\/evaluation\/([^/]+)\/allocations$/, 'allocs', (ctx) => {
+    const id = pathUuid(ctx, 'bare');
+    return ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => a.EvalID === id);
+  }),
+  objectRoute(/^\/v1\/evaluation\/([^/]+)$/, 'evals', 'eval not found', (ctx, id) => ctx.cluster.evaluation(id), 'eval'),
+  listRoute(/^\/v1\/deployments$/, 'deployment', (ctx) => ctx.cluster.listDeployments(uuidListOptions(ctx, ''))),
+  listRoute(/^\/v1\/deployment\/allocations\/([^/]+)$/, 'allocs', (ctx) => {
+    const id = pathUuid(ctx, 'bare');
+    return ctx.cluster.listAllocations({ namespace: '*' }).filter((a) => ctx.cluster.allocation(String(a.ID))?.DeploymentID === id);
+  }),
   {
     methods: WRITE,
     pattern: /^\/v1\/deployment\/promote\/([^/]+)$/,
@@ -225,7 +269,7 @@ const ROUTES: readonly Route[] = [
       sendJson(ctx.req, ctx.res, { DeploymentModifyIndex: index, EvalCreateIndex: index, EvalID: evaluation.ID, Index: index, RevertedJobVersion: null }, { index });
     },
   },
-  deploymentWrite(/^\/v1\/deployment\/fail\/([^/]+)$/, (ctx) => ctx.cluster.setDeploymentStatus(pathParam(ctx), 'failed')),
+  deploymentWrite(/^\/v1\/deployment\/fail\/([^/]+)$/, (ctx) => ctx.cluster.setDeploymentStatus(pathUuid(ctx, 'deployment'), 'failed')),
   deploymentWrite(/^\/v1\/deployment\/pause\/([^/]+)$/, async (ctx) => {
     const body = await deploymentBody(ctx, 'structs.DeploymentPauseRequest');
     return body.Pause === true
@@ -237,7 +281,11 @@ const ROUTES: readonly Route[] = [
     const ids = (key: string): string[] => ((body[key] as unknown[] | null) ?? []).map(String);
     return ctx.cluster.setDeploymentAllocHealth(pathParam(ctx), ids('HealthyAllocationIDs'), ids('UnhealthyAllocationIDs'));
   }),
-  objectRoute(/^\/v1\/deployment\/([^/]+)$/, 'deployment', 'deployment not found', (ctx, id) => ctx.cluster.deployment(id)),
+  objectRoute(/^\/v1\/deployment\/([^/]+)$/, 'deployment', 'deployment not found', (ctx, id) => ctx.cluster.deployment(id), 'deployment'),
+  { methods: GET, pattern: /^\/v1\/client\/allocation\/([^/]+)\/exec$/, handler: (ctx) => {
+    const answer = plainExecAnswer(ctx.url);
+    throw new NomadApiError(answer.status, answer.text);
+  } },
   { methods: GET, pattern: /^\/v1\/nodes$/, handler: (ctx) => sendJson(ctx.req, ctx.res, [ctx.cluster.nodeStub()], { index: 1, query: true }) },
   { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
   { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },

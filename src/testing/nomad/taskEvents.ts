@@ -8,6 +8,8 @@ export interface TaskUpdate {
   State?: 'pending' | 'running' | 'dead';
   Failed?: boolean;
   events?: TaskEventInput[];
+  /** When it happened on the client (ms; default: when applied): event times, StartedAt, FinishedAt. */
+  at?: number;
 }
 
 /** The "Terminated" event of a task that exited with `exitCode`. */
@@ -55,9 +57,8 @@ export function restarting(exit: TaskEventInput, delayMs: number): TaskUpdate {
   };
 }
 
-/** Exited with no restart left: dead and failed. */
-export function notRestarting(exit: TaskEventInput): TaskUpdate {
-  const reason = 'Policy allows no restarts';
+/** Exited with no restart left: dead and failed (`reason`: the restart tracker's, restarts.go). */
+export function notRestarting(exit: TaskEventInput, reason = 'Policy allows no restarts'): TaskUpdate {
   return {
     State: 'dead',
     Failed: true,
@@ -65,14 +66,28 @@ export function notRestarting(exit: TaskEventInput): TaskUpdate {
   };
 }
 
-/** Stopped by the client: interrupt, exit on signal 2, killed. */
-export function killed(): TaskUpdate {
+/** The client starts killing a task (a stop): it goes on running until it exits. */
+export function killing(): TaskUpdate {
+  return { events: [{ Type: 'Killing', DisplayMessage: 'Sent interrupt. Waiting 5s before force killing', KillTimeout: 5_000_000_000, Details: { kill_timeout: '5s' } }] };
+}
+
+/** The killed task exited on signal 2 and is dead. */
+export function killedAfterKilling(): TaskUpdate {
   return {
     State: 'dead',
     events: [
-      { Type: 'Killing', DisplayMessage: 'Sent interrupt. Waiting 5s before force killing', KillTimeout: 5_000_000_000, Details: { kill_timeout: '5s' } },
       { ...exited(130), Signal: 2, DisplayMessage: 'Exit Code: 130, Signal: 2', Details: { exit_code: '130', oom_killed: 'false', signal: '2' } },
       { Type: 'Killed', DisplayMessage: 'Task successfully killed' },
     ],
   };
+}
+
+/** Stopped by the client: interrupt, exit on signal 2, killed. */
+export function killed(): TaskUpdate {
+  return { State: 'dead', events: [...killing().events!, ...killedAfterKilling().events!] };
+}
+
+/** The client's health tracker gave up on the allocation (client/allochealth): its event on a task. */
+export function allocUnhealthy(message = 'Unhealthy because of failed task'): TaskUpdate {
+  return { events: [{ Type: 'Alloc Unhealthy', Message: message, DisplayMessage: message }] };
 }

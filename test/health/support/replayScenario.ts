@@ -8,6 +8,7 @@
  * stood at that moment is judged at once from its history (it lists first), the rest of the stream
  * is watched.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { VirtualClock } from '../../../src/clock/index.js';
 import { HealthRegistry, healthPolicyFor, type HealthOutcome, type OptInHealthPolicy } from '../../../src/health/index.js';
@@ -16,9 +17,33 @@ import { ClockHorizon } from '../../../src/health/horizon.js';
 import type { HealthUndetermined } from '../../../machines/allocationHealthTypes.js';
 import { parseNomadJson } from '../../../src/nomad/json.js';
 import type { Allocation, EventFrame, Job } from '../../../src/nomad/types.js';
-import { isHeartbeatLine, readScenario, requestedIndex, type Scenario } from '../../../src/testing/recording.js';
+import { isHeartbeatLine, listScenarios, readScenario, requestedIndex, type Scenario } from '../../../src/testing/recording.js';
+import { parseLossless } from '../../../src/testing/losslessJson.js';
 
 export const SCENARIOS_DIR = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2', 'scenarios');
+/** Recordings made from the live tier's runs (test/fixtures/nomad-1.1.2-live/README.md), named `live/<name>`. */
+export const LIVE_SCENARIOS_DIR = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2-live', 'scenarios');
+const LIVE = 'live/';
+
+/** The folder of scenario `name` (`live/<name>`: a live recording). */
+export function scenarioDir(name: string): string {
+  return name.startsWith(LIVE) ? join(LIVE_SCENARIOS_DIR, name.slice(LIVE.length)) : join(SCENARIOS_DIR, name);
+}
+
+/** The live recordings' scenarios, as `live/<name>`. */
+export function liveScenarios(): string[] {
+  return listScenarios(LIVE_SCENARIOS_DIR).map((name) => `${LIVE}${name}`);
+}
+
+/** Every version of the scenario's job it keeps (job.json, job.v1.json, job.v2.json…), by version. */
+export function scenarioJobs(scenario: Scenario): Map<number, Job> {
+  const jobs = new Map<number, Job>();
+  const add = (job: unknown): void => void (job !== undefined && jobs.set(Number((job as Job).Version), job as Job));
+  add(scenario.job);
+  add(scenario.jobV1);
+  for (let v = 2; existsSync(join(scenario.dir, `job.v${v}.json`)); v++) add(parseLossless(readFileSync(join(scenario.dir, `job.v${v}.json`), 'utf8')));
+  return jobs;
+}
 
 export interface ReplayedAllocation {
   readonly id: string;
@@ -34,6 +59,7 @@ export interface ReplayedAllocation {
 
 export interface Replay {
   readonly scenario: Scenario;
+  readonly jobs: ReadonlyMap<number, Job>;
   readonly allocations: ReadonlyMap<string, ReplayedAllocation>;
 }
 
@@ -47,18 +73,25 @@ function stripNomadVerdict(allocation: Allocation): Allocation {
   return { ...rest, TaskStates: stripped };
 }
 
+/** Nomad's client is still watching it for a deployment (src/intake/allocationIntake.ts waits for its decision then). */
+function nomadStillDeciding(allocation: Allocation): boolean {
+  return allocation.DesiredStatus === 'run' && !['complete', 'failed', 'lost'].includes(allocation.ClientStatus ?? '') && Boolean(allocation.DeploymentID);
+}
+
 export interface ReplayOptions {
   readonly optIn?: OptInHealthPolicy;
   /** Stream time (ms) at which judging starts; default 0, watching from the start. */
   readonly startAt?: number;
+  /**
+   * Keep Nomad's own answer in the input (its DeploymentStatus, its Alloc Unhealthy events): what a
+   * late start judges by where the kept history cannot decide (default false: stripped).
+   */
+  readonly keepNomadVerdict?: boolean;
 }
 
-export function replayScenario(name: string, { optIn, startAt = 0 }: ReplayOptions = {}): Replay {
-  const scenario = readScenario(join(SCENARIOS_DIR, name));
-  const jobs = new Map<number, Job>();
-  for (const job of [scenario.job, scenario.jobV1]) {
-    if (job !== undefined) jobs.set(Number((job as unknown as Job).Version), job as unknown as Job);
-  }
+export function replayScenario(name: string, { optIn, startAt = 0, keepNomadVerdict = false }: ReplayOptions = {}): Replay {
+  const scenario = readScenario(scenarioDir(name));
+  const jobs = scenarioJobs(scenario);
   const start = Date.parse(scenario.meta.stream_opened_at);
   const clock = new VirtualClock({ start: start + startAt });
   // Lines arrive when they were recorded, up to a few hundred ms after what they tell: time passes
@@ -96,7 +129,8 @@ export function replayScenario(name: string, { optIn, startAt = 0 }: ReplayOptio
         continue;
       }
       if (event.Topic !== 'Allocation') continue;
-      const allocation = stripNomadVerdict((event.Payload as { Allocation: Allocation }).Allocation);
+      const received = (event.Payload as { Allocation: Allocation }).Allocation;
+      const allocation = keepNomadVerdict ? received : stripNomadVerdict(received);
       if (allocation.JobID !== scenario.meta.job_id) continue;
       // An allocation keeps the job version it was placed with.
       if (!placedWith.has(allocation.ID)) placedWith.set(allocation.ID, currentVersion);
@@ -122,10 +156,11 @@ export function replayScenario(name: string, { optIn, startAt = 0 }: ReplayOptio
     results.set(allocation.ID, entry);
     const sight = judgeSight(registry, allocation, group, decision.policy);
     entry.problems.push(...sight.problems);
-    if (sight.kind === 'undetermined') entry.outcome = sight.outcome;
+    // As the supervisor: undetermined while Nomad's client still watches it is a wait for Nomad's decision.
+    if (sight.kind === 'recorded' || (sight.kind === 'undetermined' && !nomadStillDeciding(allocation))) entry.outcome = sight.outcome;
   }
 
   const allocations = new Map<string, ReplayedAllocation>();
   for (const [id, entry] of results) allocations.set(id, { id, ...entry });
-  return { scenario, allocations };
+  return { scenario, jobs, allocations };
 }

@@ -145,6 +145,12 @@ client {
 plugin "raw_exec" {
   config { enabled = true }
 }
+# Every suite connects from 127.0.0.1: Nomad's default of 100 connections per client address is
+# soon reached by suites that run dozens of watches and gates side by side (each holds its stream,
+# its blocking queries and its reads), and Nomad then closes new connections.
+limits {
+  http_max_conns_per_client = 1000
+}
 ${consul === undefined ? '' : `consul {\n  address = "${consul.replace(/^https?:\/\//, '')}"\n}\n`}`;
 }
 

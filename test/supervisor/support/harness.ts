@@ -9,10 +9,16 @@ import { createSupervisor, type SupervisorOptions } from '../../../src/superviso
 import type { Supervisor } from '../../../src/supervisor/supervisor.js';
 import type { StateChange, SupervisorProblem, VerdictRecord } from '../../../src/supervisor/types.js';
 import { FakeNomad, type FakeNomadOptions } from '../../../src/testing/fakeNomad.js';
-import { isHeartbeatLine, readScenario, type RecordedLine, type Scenario } from '../../../src/testing/recording.js';
+import { isHeartbeatLine, listScenarios, readScenario, type RecordedLine, type Scenario } from '../../../src/testing/recording.js';
+import { liveScenarios, scenarioDir } from '../../health/support/replayScenario.js';
 import { QuietDriver, WireTally } from '../../../src/testing/quiet.js';
 
 export const SCENARIOS = join(__dirname, '..', '..', 'fixtures', 'nomad-1.1.2', 'scenarios');
+
+/** Every recorded scenario the replay suites replay: the Nomad 1.1.2 recordings', then the live tier's (`live/<name>`). */
+export function replayedScenarios(): string[] {
+  return [...listScenarios(SCENARIOS), ...liveScenarios()];
+}
 
 export interface Harness {
   clock: VirtualClock;
@@ -102,7 +108,7 @@ export { withoutNomadVerdict as stripNomadVerdict } from '../../../src/cli/demoC
 export { requestedIndex } from '../../../src/testing/recording.js';
 
 export function loadScenario(name: string): Scenario & { opened: number; closed: number } {
-  const scenario = readScenario(join(SCENARIOS, name));
+  const scenario = readScenario(scenarioDir(name));
   const opened = Date.parse(scenario.meta.stream_opened_at);
   return { ...scenario, opened, closed: opened + Number(scenario.meta.stream_closed_t) };
 }

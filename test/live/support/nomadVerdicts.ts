@@ -1,0 +1,207 @@
+/**
+ * What Warden must say of an allocation, from what Nomad's own client decided on the live agent
+ * (its DeploymentStatus and "Alloc Unhealthy" events, as they reached the stream), with the
+ * differences between Nomad 1.1.2 and today's tracker that test/fixtures/nomad-1.1.2/README.md
+ * documents applied, and the comparison of a verdict Warden printed against it.
+ */
+import type { HealthPolicy } from '../../../machines/allocationHealthTypes.js';
+import { healthPolicyFor, parseNomadTime } from '../../../src/health/index.js';
+import { todaysWords } from '../../../src/health/nomadDecision.js';
+import { nanoTimeMs } from '../../../src/health/nomadTime.js';
+import type { Allocation, Job, TaskEvent, TaskGroup } from '../../../src/nomad/types.js';
+import type { NomadDecision } from './healthObserver.js';
+
+export type Expectation =
+  /** Nomad decided nothing (not watched, manual, batch): Warden prints no verdict. */
+  | { readonly kind: 'none'; readonly why: string }
+  /**
+   * Nomad's client watched it and recorded no decision, its tasks failed for good: 1.1.2's health
+   * hook is shut down with the allocation, and when that comes before its tracker reports (a race,
+   * seen under load) nothing is recorded, and the deployment fails at its progress deadline without
+   * it healthy. Warden, judging by the data, says unhealthy.
+   */
+  | { readonly kind: 'unrecorded failure'; readonly explained: string }
+  /** 1.1.2's client marks an allocation stopped before it was healthy unhealthy, with no reason: Warden says stopped. */
+  | { readonly kind: 'stopped'; readonly documented: string }
+  | {
+      readonly kind: 'verdict';
+      readonly healthy: boolean;
+      /** Nomad's Timestamp (or, where Warden differs as documented, the time it must say). */
+      readonly at: number;
+      /** Nomad's reasons in today's words, per task; undefined when its events were lost before they reached the stream. */
+      readonly reasons: Readonly<Record<string, string>> | undefined;
+      /** Tasks Nomad 1.1.2 explains that today's tracker does not (a running task against a zero deadline). */
+      readonly artefacts: ReadonlySet<string>;
+      /**
+       * Tasks Nomad called "not running" at its deadline that had started by then, as their events
+       * time it: its tracker had not seen the start yet. Warden, judging by the data, says they
+       * started too late for min_healthy_time.
+       */
+      readonly startUnseen: ReadonlySet<string>;
+      /** Nomad's verdict is its deadline's: a healthy verdict Warden times just before it is Nomad's lag, not a disagreement. */
+      readonly atDeadline: boolean;
+      /** Set where Warden differs from Nomad 1.1.2 as the fixtures README documents. */
+      readonly documented?: string;
+    };
+
+/** A verdict Warden printed (watch line or gate entry). */
+export interface WardenVerdict {
+  readonly verdict: 'healthy' | 'unhealthy' | 'stopped' | 'undetermined';
+  readonly at: number;
+  readonly reasons?: Readonly<Record<string, string>>;
+  /** Set when Warden took the verdict from Nomad's recorded decision. */
+  readonly basis?: string;
+}
+
+function ms(value: unknown): number | undefined {
+  const parsed = parseNomadTime(value);
+  return parsed.ok && parsed.ms !== null ? parsed.ms : undefined;
+}
+
+/** The policy Nomad's client judged the allocation's group by, or why it did not judge it. */
+export function policyOf(job: Job, group: string): HealthPolicy | string {
+  const decision = healthPolicyFor(job, group, { deployment: true });
+  return decision.watched ? decision.policy : decision.reason;
+}
+
+/** When the task first started, as its kept events time it. */
+function firstStart(allocation: Allocation, task: string): number | undefined {
+  const started = allocation.TaskStates?.[task]?.Events?.find((event) => event.Type === 'Started');
+  return started === undefined ? undefined : nanoTimeMs(started.Time as bigint | number);
+}
+
+/** A poststart task (not a sidecar) that exited successfully: 1.1.2 failed the allocation for it, today's tracker skips it. */
+function successfulPoststart(group: TaskGroup, allocation: Allocation): boolean {
+  return group.Tasks.some((task) => {
+    const state = allocation.TaskStates?.[task.Name];
+    return task.Lifecycle?.Hook === 'poststart' && task.Lifecycle.Sidecar !== true && state?.State === 'dead' && state.Failed !== true;
+  });
+}
+
+/** Latest start of the tasks today's tracker evaluates (no poststop, no poststart that succeeded). */
+function latestEvaluatedStart(group: TaskGroup, allocation: Allocation): number {
+  const starts = group.Tasks.flatMap((task) => {
+    const state = allocation.TaskStates?.[task.Name];
+    const hook = task.Lifecycle?.Sidecar ? null : (task.Lifecycle?.Hook ?? null);
+    if (hook === 'poststop' || hook === 'prestart' || (hook === 'poststart' && state?.State === 'dead' && !state.Failed)) return [];
+    return [ms(state?.StartedAt) ?? Number.NaN];
+  });
+  return Math.max(...starts);
+}
+
+/** Watched for a deployment, failed for good: Nomad's client will not decide it any more. */
+export function unrecordedFailure(allocation: Allocation): boolean {
+  return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.ClientStatus === 'failed';
+}
+
+/**
+ * What Warden must say of `allocation` (Nomad's final copy), whose client decided `decision` with
+ * `unhealthyEvents` (task → DisplayMessage), judged by its job version `job`.
+ */
+export function expectationFor(allocation: Allocation, job: Job, decision: NomadDecision | undefined, events: ReadonlyMap<string, TaskEvent>): Expectation {
+  const unhealthyEvents = new Map([...events].map(([task, event]) => [task, event.DisplayMessage ?? '']));
+  const policy = policyOf(job, allocation.TaskGroup);
+  if (typeof policy === 'string') return { kind: 'none', why: policy };
+  if (decision === undefined && unrecordedFailure(allocation)) {
+    return { kind: 'unrecorded failure', explained: "Nomad's client recorded no decision (its health hook shut down with the failed allocation first)" };
+  }
+  if (decision === undefined) return { kind: 'none', why: 'Nomad decided nothing' };
+  const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
+  if (!decision.healthy && unhealthyEvents.size === 0 && allocation.DesiredStatus === 'stop') {
+    return { kind: 'stopped', documented: "1.1.2's client never saw the server's stop: it judged a task it was killing" };
+  }
+  const failedTask = Object.values(allocation.TaskStates ?? {}).some((state) => state.Failed);
+  if (!decision.healthy && successfulPoststart(group, allocation) && !failedTask) {
+    const at = latestEvaluatedStart(group, allocation) + policy.minHealthyTimeMs;
+    const documented = '1.1.2 failed the allocation when a poststart task exited 0; today it is skipped';
+    return { kind: 'verdict', healthy: true, at, reasons: {}, artefacts: new Set(), startUnseen: new Set(), atDeadline: false, documented };
+  }
+  if (decision.healthy) return { kind: 'verdict', healthy: true, at: decision.at, reasons: {}, artefacts: new Set(), startUnseen: new Set(), atDeadline: false };
+  const reasons: Record<string, string> = {};
+  const artefacts = new Set<string>();
+  const startUnseen = new Set<string>();
+  for (const [task, message] of unhealthyEvents) {
+    reasons[task] = todaysWords(message, policy);
+    if (/^Task not running for min_healthy_time of .+ by deadline$/.test(message)) artefacts.add(task);
+    const started = firstStart(allocation, task);
+    if (message === 'Task not running by deadline' && started !== undefined && started <= decision.at) startUnseen.add(task);
+  }
+  const atDeadline = [...unhealthyEvents.values()].some((message) => message.endsWith('by deadline'));
+  return { kind: 'verdict', healthy: false, at: decision.at, reasons: unhealthyEvents.size === 0 ? undefined : reasons, artefacts, startUnseen, atDeadline };
+}
+
+export interface Comparison {
+  readonly agrees: boolean;
+  /** Why not, or the documented difference it shows. */
+  readonly note?: string;
+  /** Set where Warden's verdict differs from Nomad's by Nomad's own lag (Warden must have reported it). */
+  readonly explained?: true;
+  /** Warden's verdict time less Nomad's (verdicts with a time to compare). */
+  readonly offMs?: number;
+}
+
+/**
+ * Whether Warden's reasons say what Nomad's do: Nomad's zero-deadline artefacts may be missing from
+ * Warden's, and a task whose start Nomad's tracker had not seen is "too late for min_healthy_time"
+ * to Warden. Undefined: the same; else whether a difference is of the second kind only.
+ */
+function reasonsDiffer(warden: Readonly<Record<string, string>>, expected: Extract<Expectation, { kind: 'verdict' }>): 'no' | 'explained' | 'yes' {
+  if (expected.reasons === undefined) return 'no';
+  let explained = false;
+  for (const [task, reason] of Object.entries(warden)) {
+    if (expected.reasons[task] === reason) continue;
+    if (!expected.startUnseen.has(task) || !reason.startsWith('Task not running for min_healthy_time')) return 'yes';
+    explained = true;
+  }
+  for (const task of Object.keys(expected.reasons)) if (warden[task] === undefined && !expected.artefacts.has(task)) return 'yes';
+  return explained ? 'explained' : 'no';
+}
+
+/**
+ * How far Warden's verdict time may be from Nomad's. Warden times a verdict by the data (a task's
+ * start + min_healthy_time, its finish, Received + healthy_deadline); Nomad's client by when its
+ * tracker noticed (it restarts its min_healthy_time timer when the update reaches it) and its timer
+ * fired: Nomad's Timestamp is later by the client's own lag, which grows under load.
+ */
+export interface Tolerance {
+  /** Warden up to this much earlier than Nomad. */
+  readonly earlyMs: number;
+  /** Warden up to this much later. */
+  readonly lateMs: number;
+}
+
+/** Compares Warden's verdict (undefined: it printed none) with the expectation, its time within `tolerance`. */
+export function compare(expected: Expectation, warden: WardenVerdict | undefined, tolerance: Tolerance): Comparison {
+  switch (expected.kind) {
+    case 'none':
+      return warden === undefined ? { agrees: true } : { agrees: false, note: `Nomad decided nothing (${expected.why}), Warden said ${warden.verdict}` };
+    case 'unrecorded failure':
+      return warden?.verdict === 'unhealthy' ? { agrees: true, explained: true, note: expected.explained } : { agrees: false, note: `${expected.explained}; Warden said ${warden?.verdict ?? 'nothing'}, not unhealthy` };
+    case 'stopped':
+      return warden?.verdict === 'stopped' ? { agrees: true, note: expected.documented } : { agrees: false, note: `Warden said ${warden?.verdict ?? 'nothing'}, not stopped` };
+    case 'verdict': {
+      if (warden === undefined) return { agrees: false, note: `Nomad: ${expected.healthy ? 'healthy' : 'unhealthy'}; Warden said nothing` };
+      const said = expected.healthy ? 'healthy' : 'unhealthy';
+      const offMs = warden.at - expected.at;
+      const inTime = offMs >= -tolerance.earlyMs && offMs <= tolerance.lateMs;
+      if (warden.verdict !== said) {
+        // Nomad's tracker starts min_healthy_time when it sees the start, late: its deadline came first.
+        if (warden.verdict === 'healthy' && expected.atDeadline && inTime && offMs <= 0) {
+          return { agrees: true, explained: true, offMs, note: `Warden healthy ${-offMs} ms before Nomad's deadline fired: Nomad's tracker saw the start late` };
+        }
+        // The task died before Nomad's min_healthy_time timer fired: its tracker saw the death late.
+        if (warden.verdict === 'unhealthy' && expected.healthy && inTime && offMs <= 0) {
+          return { agrees: true, explained: true, offMs, note: `Warden unhealthy ${-offMs} ms before Nomad's healthy timer fired: Nomad's tracker saw the failure late` };
+        }
+        return { agrees: false, note: `Nomad: ${said}; Warden: ${warden.verdict}` };
+      }
+      if (!inTime) return { agrees: false, offMs, note: `${said} ${offMs} ms from Nomad's time` };
+      // Nomad's recorded verdict, its "Alloc Unhealthy" events gone with the rest of the history: no reasons left to say.
+      const reasonsGone = warden.basis === 'nomad' && Object.keys(warden.reasons ?? {}).length === 0;
+      const reasons = reasonsGone ? 'no' : reasonsDiffer(warden.reasons ?? {}, expected);
+      if (reasons === 'yes') return { agrees: false, offMs, note: `reasons ${JSON.stringify(warden.reasons)}, Nomad's ${JSON.stringify(expected.reasons)}` };
+      if (reasons === 'explained') return { agrees: true, explained: true, offMs, note: `a task started before Nomad's deadline fired, unseen by its tracker: ${JSON.stringify(warden.reasons)}` };
+      return { agrees: true, offMs, ...(expected.documented ? { note: expected.documented } : {}) };
+    }
+  }
+}
