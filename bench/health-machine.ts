@@ -26,6 +26,7 @@ import type { Allocation, Job, TaskGroup } from '../src/nomad/types.js';
 import { numberOption } from './support/figures.js';
 import { manyAllocs } from './support/manyAllocs.js';
 import { heapUsed } from './support/heap.js';
+import { NEWEST_NOMAD_RULES } from '../machines/nomadRules.js';
 
 const ALLOCATIONS = numberOption('allocations', 100_000);
 const ACTOR_BASELINE = Math.min(ALLOCATIONS, 20_000);
@@ -74,6 +75,8 @@ const policy: HealthPolicy = {
   useChecks: false,
   expectedChecks: [],
   completedTasksAreHealthy: false,
+  rules: NEWEST_NOMAD_RULES,
+  lostAfterMs: null,
 };
 const pendingTask = (): TaskView => ({ state: 'pending', failed: false, restarts: 0, startedAt: null, finishedAt: null, hook: null, sidecar: false });
 const runningTask = (startedAt: number): TaskView => ({ ...pendingTask(), state: 'running', startedAt });

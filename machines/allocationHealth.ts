@@ -1,10 +1,13 @@
 /**
  * The health of one allocation, as Nomad's client-side tracker decides it
- * (client/allochealth/tracker.go + client/allocrunner/health_hook.go on Nomad's main branch):
+ * (client/allochealth/tracker.go + client/allocrunner/health_hook.go, by the rules of the
+ * cluster's release: machines/nomadRules.ts):
  *
  *   pending ─► running ─► minHealthyWait ─► healthy
  *      ▲          │  ▲         │
  *      └──────────┘  └─────────┘           (a restart moves the latest start back)
+ *   any of them ◄─► disconnected (ClientStatus unknown: its client is not heard from, so nothing
+ *                                 time alone decides is said until it reports again)
  *   any of them ─► unhealthy (a task failed, the client failed the alloc, the deadline passed)
  *   any of them ─► stopped   (desired status stop or evict: no verdict)
  *
@@ -22,17 +25,13 @@ import type {
   AllocationView,
   HealthOutcome,
 } from './allocationHealthTypes.js';
-import { assessTasks, checksPassing, explainUnhealthy, healthyAt } from './allocationHealthRules.js';
+import { assessTasks, checksPassing, disconnected, explainUnhealthy, healthyAt } from './allocationHealthRules.js';
 import { allocationViewProblem, checkViewsProblem, timeProblem, watchingSinceProblem } from './allocationHealthInput.js';
 
 const STOPPING_DESIRED_STATUSES: ReadonlySet<string> = new Set(['stop', 'evict']);
 
 /** What the machine knows before its first observation: nothing is running. */
 const UNSEEN: AllocationView = { clientStatus: 'pending', desiredStatus: 'run', tasks: {} };
-
-function startOf(context: Pick<AllocationHealthContext, 'tasks'>): number | null {
-  return context.tasks.kind === 'started' ? context.tasks.latestStart : null;
-}
 
 function eventProblem(event: AllocationHealthEvent): string | null {
   return (
@@ -49,14 +48,13 @@ function record(context: AllocationHealthContext, event: AllocationHealthEvent):
   const view = event.view ?? context.view;
   const checks = event.checks ?? context.checks;
   const tasks = event.view === undefined ? context.tasks : assessTasks(view, context.policy, context.watchingSince);
-  // tracker.go setTaskHealth(false, false): tasks going unhealthy (their start moving) force the
-  // checks to prove themselves again for a whole min_healthy_time.
-  const since = startOf({ tasks }) === startOf(context) ? context.checksPassingSince : null;
-  const checksPassingSince = checksPassing(context.policy, checks) ? (since ?? now) : null;
+  // The check watcher's timer runs from when the checks began passing, whatever the tasks do.
+  const checksPassingSince = checksPassing(context.policy, checks) ? (context.checksPassingSince ?? now) : null;
+  const disconnectedAt = view.clientStatus === 'unknown' ? (context.disconnectedAt ?? now) : null;
   // One literal of every field, not a spread of the context: several times cheaper per event, and
   // every context has the one shape.
   const { policy, watchingSince, deadlineAt, watchingSinceIgnored, outcome } = context;
-  return { policy, view, checks, tasks, now, watchingSince, deadlineAt, watchingSinceIgnored, checksPassingSince, rejected: null, outcome };
+  return { policy, view, checks, tasks, now, watchingSince, deadlineAt, watchingSinceIgnored, checksPassingSince, disconnectedAt, rejected: null, outcome };
 }
 
 // The guards of one event all judge the same next context: compute it once.
@@ -112,11 +110,14 @@ const healthSetup = setup({
     desiredStop: onNext((next) => STOPPING_DESIRED_STATUSES.has(next.view.desiredStatus)),
     taskFailed: onNext((next) => next.tasks.kind === 'failed'),
     allocFailed: onNext((next) => next.view.clientStatus === 'failed'),
+    // What time alone decides waits while the client is not heard from.
     healthyDue: onNext((next) => {
+      if (disconnected(next)) return false;
       const at = healthyAt(next);
       return at !== null && at <= next.now && at <= next.deadlineAt;
     }),
-    deadlinePassed: onNext((next) => next.now >= next.deadlineAt),
+    deadlinePassed: onNext((next) => !disconnected(next) && next.now >= next.deadlineAt),
+    clientAway: onNext(disconnected),
     allReady: onNext((next) => healthyAt(next) !== null),
     someTaskRunning: onNext(
       (next) => next.tasks.kind === 'started' || (next.tasks.kind === 'starting' && next.tasks.someRunning),
@@ -136,6 +137,9 @@ const verdicts = [
 /** Nothing decided and no move: remember what was observed. */
 const stay = { actions: 'record' } as const;
 
+/** Its client stopped heartbeating (ClientStatus unknown): wait for it to report again. */
+const toDisconnected = { guard: 'clientAway', target: 'disconnected', actions: 'record' } as const;
+
 /**
  * health_hook.go: the deadline counts from when Nomad began watching (init, also on an update that
  * changes the deployment), which may be before judging starts.
@@ -153,6 +157,7 @@ export function initialContext(input: AllocationHealthInput): AllocationHealthCo
     deadlineAt: (known ?? input.now) + input.policy.healthyDeadlineMs,
     watchingSinceIgnored: ignored,
     checksPassingSince: null,
+    disconnectedAt: null,
     rejected: null,
     outcome: null,
   };
@@ -167,6 +172,7 @@ export const allocationHealthMachine = healthSetup.createMachine({
       on: {
         observe: [
           ...verdicts,
+          toDisconnected,
           { guard: 'allReady', target: 'minHealthyWait', actions: 'record' },
           { guard: 'someTaskRunning', target: 'running', actions: 'record' },
           stay,
@@ -177,6 +183,7 @@ export const allocationHealthMachine = healthSetup.createMachine({
       on: {
         observe: [
           ...verdicts,
+          toDisconnected,
           { guard: 'allReady', target: 'minHealthyWait', actions: 'record' },
           { guard: not('someTaskRunning'), target: 'pending', actions: 'record' },
           stay,
@@ -187,9 +194,23 @@ export const allocationHealthMachine = healthSetup.createMachine({
       on: {
         observe: [
           ...verdicts,
+          toDisconnected,
           { guard: and([not('allReady'), 'someTaskRunning']), target: 'running', actions: 'record' },
           { guard: not('someTaskRunning'), target: 'pending', actions: 'record' },
           stay,
+        ],
+      },
+    },
+    // Only what the server writes decides here (a stop, a lost allocation); back to waiting once
+    // the client reports again.
+    disconnected: {
+      on: {
+        observe: [
+          ...verdicts,
+          { guard: 'clientAway', actions: 'record' },
+          { guard: 'allReady', target: 'minHealthyWait', actions: 'record' },
+          { guard: 'someTaskRunning', target: 'running', actions: 'record' },
+          { guard: not('someTaskRunning'), target: 'pending', actions: 'record' },
         ],
       },
     },
@@ -201,4 +222,4 @@ export const allocationHealthMachine = healthSetup.createMachine({
   output: ({ context }) => context.outcome as HealthOutcome,
 });
 
-export type AllocationHealthState = 'pending' | 'running' | 'minHealthyWait' | 'healthy' | 'unhealthy' | 'stopped';
+export type AllocationHealthState = 'pending' | 'running' | 'minHealthyWait' | 'disconnected' | 'healthy' | 'unhealthy' | 'stopped';

@@ -4,6 +4,7 @@
  * Each function returns why the value is unusable, or null when it is fine.
  */
 import type { CheckOnUpdate, CheckStatus, TaskRunState } from './allocationHealthTypes.js';
+import { nomadRulesProblem } from './nomadRules.js';
 
 /** The values of TaskRunState, for whoever reads task states from outside (the adapters too). */
 export const TASK_RUN_STATES: ReadonlySet<unknown> = new Set<TaskRunState>(['pending', 'running', 'dead']);
@@ -65,6 +66,7 @@ export function checkViewsProblem(checks: unknown): string | null {
       return 'check without task, service and name strings';
     }
     if (!CHECK_STATUSES.has(check.status)) return `check ${check.name}: unknown status ${String(check.status)}`;
+    if (check.sidecar !== undefined && typeof check.sidecar !== 'boolean') return `check ${check.name}: sidecar is not a boolean`;
   }
   return null;
 }
@@ -77,11 +79,16 @@ export function healthPolicyProblem(policy: unknown): string | null {
   }
   if (typeof policy.useChecks !== 'boolean') return 'health policy: useChecks is not a boolean';
   if (typeof policy.completedTasksAreHealthy !== 'boolean') return 'health policy: completedTasksAreHealthy is not a boolean';
+  const lostAfter = policy.lostAfterMs;
+  if (lostAfter !== null && (typeof lostAfter !== 'number' || !Number.isFinite(lostAfter) || lostAfter < 0)) return 'health policy: lostAfterMs is not a duration or null';
+  const rules = nomadRulesProblem(policy.rules);
+  if (rules !== null) return `health policy: ${rules}`;
   if (!Array.isArray(policy.expectedChecks)) return 'health policy: expectedChecks is not an array';
   for (const check of policy.expectedChecks as unknown[]) {
     if (!isRecord(check) || typeof check.name !== 'string' || !CHECK_ON_UPDATES.has(check.onUpdate)) {
       return 'health policy: an expected check has no name or an unknown on_update';
     }
+    if (check.comparedAs !== undefined && typeof check.comparedAs !== 'string') return 'health policy: an expected check has a comparedAs that is not a string';
   }
   return null;
 }

@@ -17,6 +17,11 @@ function ephemeralHook(task: TaskView): TaskView['hook'] {
   return task.sidecar ? null : task.hook;
 }
 
+/** A poststart task that exited successfully: skipped (since NomadRules.poststartSuccessHealthy), else a failure. */
+function succeededPoststart(task: TaskView, hook: TaskView['hook']): boolean {
+  return hook === 'poststart' && task.state === 'dead' && !task.failed;
+}
+
 /**
  * tracker.go watchTaskEvents: poststop tasks are not evaluated; a poststart task that succeeded is
  * skipped; a failed task, or a finished one other than a prestart task, is fatal; any pending task
@@ -33,7 +38,7 @@ export function assessTasks(view: AllocationView, policy: HealthPolicy, watching
     const task = view.tasks[name] as TaskView;
     const hook = ephemeralHook(task);
     if (hook === 'poststop') continue;
-    if (hook === 'poststart' && task.state === 'dead' && !task.failed) continue;
+    if (policy.rules.poststartSuccessHealthy && succeededPoststart(task, hook)) continue;
     if (policy.completedTasksAreHealthy && task.state === 'dead' && !task.failed && task.finishedAt !== null) {
       // Its window closes at its finish at the latest: count it as started early enough for that.
       const provenFrom = task.finishedAt - policy.minHealthyTimeMs;
@@ -58,30 +63,61 @@ export function checksRequired(policy: HealthPolicy): boolean {
   return policy.useChecks && policy.expectedChecks.length > 0;
 }
 
-function countByName(checks: readonly { readonly name: string }[]): Map<string, number> {
+function countByName(checks: readonly { readonly name: string; readonly comparedAs?: string | undefined }[]): Map<string, number> {
   const counts = new Map<string, number>();
-  for (const check of checks) counts.set(check.name, (counts.get(check.name) ?? 0) + 1);
+  for (const check of checks) {
+    const name = check.comparedAs ?? check.name;
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  }
   return counts;
+}
+
+function tolerated(policy: HealthPolicy, check: CheckView): boolean {
+  if (check.status === 'passing') return true;
+  const onUpdate = policy.expectedChecks.find((e) => e.task === check.task && e.name === check.name)?.onUpdate;
+  if (onUpdate === 'ignore') return true;
+  return check.status === 'warning' && onUpdate === 'ignore_warnings';
 }
 
 /**
  * tracker.go evaluateConsulChecks: every expected check registered (names counted, since they need
- * not be unique) and none failing, where on_update ignore_warnings tolerates a warning and ignore
- * tolerates anything.
+ * not be unique; NomadRules.missingChecksFail) and none failing, where on_update ignore_warnings
+ * tolerates a warning and ignore tolerates anything; a Connect sidecar's checks, not in the job
+ * spec, must simply not fail (NomadRules.sidecarChecksBlock).
  */
 export function checksPassing(policy: HealthPolicy, checks: readonly CheckView[]): boolean {
+  const { rules } = policy;
   // Most groups expect no check: then this runs on every event, and needs no counting.
-  if (policy.expectedChecks.length === 0) return checks.length === 0;
-  const expected = countByName(policy.expectedChecks);
-  const registered = countByName(checks);
-  if (expected.size !== registered.size) return false;
-  for (const [name, count] of expected) if (registered.get(name) !== count) return false;
-  return checks.every((check) => {
-    if (check.status === 'passing') return true;
-    const onUpdate = policy.expectedChecks.find((e) => e.task === check.task && e.name === check.name)?.onUpdate;
-    if (onUpdate === 'ignore') return true;
-    return check.status === 'warning' && onUpdate === 'ignore_warnings';
-  });
+  if (policy.expectedChecks.length === 0 && checks.length === 0) return true;
+  let sidecars = 0;
+  for (const check of checks) {
+    if (check.sidecar !== true) continue;
+    sidecars++;
+    if (rules.sidecarChecksBlock && check.status !== 'passing') return false;
+  }
+  const registered = sidecars === 0 ? checks : checks.filter((check) => check.sidecar !== true);
+  // Before, Nomad looked only at what Consul had registered; nothing registered at all is taken as
+  // no answer from Consul yet (which Nomad never counted as passing).
+  if (registered.length === 0) return policy.expectedChecks.length === 0;
+  if (rules.missingChecksFail) {
+    const expected = countByName(policy.expectedChecks);
+    const counted = countByName(registered);
+    if (expected.size !== counted.size) return false;
+    for (const [name, count] of expected) if (counted.get(name) !== count) return false;
+  }
+  return registered.every((check) => tolerated(policy, check));
+}
+
+/**
+ * tracker.go: the tasks are healthy min_healthy_time after the latest start; the check watcher's
+ * timer fires min_healthy_time after the checks began passing, and again every min_healthy_time
+ * while the tasks are not healthy yet (it re-arms; a task restart does not reset it). Healthy at
+ * the first firing with the tasks healthy.
+ */
+function firstFiringFrom(since: number, period: number, notBefore: number): number {
+  const first = since + period;
+  if (first >= notBefore || period <= 0) return Math.max(first, notBefore);
+  return since + Math.ceil((notBefore - since) / period) * period;
 }
 
 /** When the allocation becomes healthy if nothing changes, or null when something is still missing. */
@@ -90,15 +126,21 @@ export function healthyAt(context: AllocationHealthContext): number | null {
   const tasksAt = context.tasks.latestStart + context.policy.minHealthyTimeMs;
   if (!checksRequired(context.policy)) return tasksAt;
   if (context.checksPassingSince === null) return null;
-  return Math.max(tasksAt, context.checksPassingSince + context.policy.minHealthyTimeMs);
+  return firstFiringFrom(context.checksPassingSince, context.policy.minHealthyTimeMs, tasksAt);
+}
+
+/** The client is not heard from (ClientStatus unknown): nothing that time alone would decide can be said. */
+export function disconnected(context: Pick<AllocationHealthContext, 'view'>): boolean {
+  return context.view.clientStatus === 'unknown';
 }
 
 /**
  * The next moment the machine must be woken (an `observe` carrying only the time): when it becomes
- * healthy if nothing changes, else its deadline. Null once it has decided.
+ * healthy if nothing changes, else its deadline. Null once it has decided, and while its client is
+ * disconnected (its own tracker goes on, and will report what it saw).
  */
 export function wakeAt(context: AllocationHealthContext): number | null {
-  if (context.outcome !== null) return null;
+  if (context.outcome !== null || disconnected(context)) return null;
   const healthy = healthyAt(context);
   return healthy === null ? context.deadlineAt : Math.min(healthy, context.deadlineAt);
 }
@@ -131,32 +173,33 @@ function stateAt(task: TaskView, at: number): TaskView['state'] {
   return task.restarts === 0 && task.startedAt !== null && task.startedAt > at ? 'pending' : task.state;
 }
 
-/** tracker.go taskHealthState.event, about the task's own state at `at`. */
+/** tracker.go taskHealthState.event, about the task's own state at `at`, in the words of the release (NomadRules.healthyDeadlineWording). */
 function taskStateReason(task: TaskView, context: AllocationHealthContext, at: number): string | null {
   const { policy } = context;
+  const byDeadline = policy.rules.healthyDeadlineWording ? `by healthy_deadline of ${formatGoDuration(policy.healthyDeadlineMs)}` : 'by deadline';
   if (task.failed) return 'Unhealthy because of failed task';
   switch (stateAt(task, at)) {
     case 'pending':
-      // Nomad says this of every pending task; we say it only once the deadline has come.
-      return at >= context.deadlineAt
-        ? `Task not running by healthy_deadline of ${formatGoDuration(policy.healthyDeadlineMs)}`
-        : null;
+      return `Task not running ${byDeadline}`;
     case 'dead':
-      return ephemeralHook(task) === null ? 'Unhealthy because of dead task' : null;
+      if (ephemeralHook(task) === null) return 'Unhealthy because of dead task';
+      // Nomad explains no lifecycle task, even the poststart whose successful exit failed the
+      // allocation before NomadRules.poststartSuccessHealthy: Warden names it.
+      return !policy.rules.poststartSuccessHealthy && succeededPoststart(task, ephemeralHook(task)) ? 'Unhealthy because of dead task' : null;
     case 'running':
       // Nomad compares against the tracker context's deadline, which is never set (so it always
       // fires); we compare against the real one.
       return task.startedAt === null || Math.max(task.startedAt, context.watchingSince ?? task.startedAt) + policy.minHealthyTimeMs > context.deadlineAt
-        ? `Task not running for min_healthy_time of ${formatGoDuration(policy.minHealthyTimeMs)} by healthy_deadline of ${formatGoDuration(policy.healthyDeadlineMs)}`
+        ? `Task not running for min_healthy_time of ${formatGoDuration(policy.minHealthyTimeMs)} ${byDeadline}`
         : null;
   }
 }
 
-/** tracker.go taskHealthState.event, about the task's service checks. */
+/** tracker.go taskHealthState.event, about the task's service checks (a sidecar's are not its own). */
 function taskChecksReason(taskName: string, context: AllocationHealthContext): string | null {
   if (!checksRequired(context.policy)) return null;
   const desired = context.policy.expectedChecks.filter((check) => check.task === taskName).length;
-  const registered = context.checks.filter((check) => check.task === taskName);
+  const registered = context.checks.filter((check) => check.task === taskName && check.sidecar !== true);
   if (registered.length === 0) return desired > 0 ? 'Service checks not registered' : null;
   const notPassing: string[] = [];
   for (const check of registered) {
@@ -169,12 +212,16 @@ function taskChecksReason(taskName: string, context: AllocationHealthContext): s
   return null;
 }
 
-/** tracker.go TaskEvents: one explanation per task that kept the allocation from being healthy at `at`. */
+/**
+ * tracker.go TaskEvents: one explanation per task that kept the allocation from being healthy at
+ * `at`, every task of the group included (a pending sibling of a failed task, a poststop task that
+ * has not run). health_hook.go asks for them only in a deployment: a migration's verdict has none.
+ */
 export function explainUnhealthy(context: AllocationHealthContext, at: number): Record<string, string> {
   const reasons: Record<string, string> = {};
+  if (context.policy.source === 'migrate') return reasons;
   for (const name in context.view.tasks) {
     const task = context.view.tasks[name] as TaskView;
-    if (ephemeralHook(task) === 'poststop') continue;
     const reason = taskStateReason(task, context, at) ?? taskChecksReason(name, context);
     if (reason !== null) reasons[name] = reason;
   }

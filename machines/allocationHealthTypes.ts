@@ -3,6 +3,7 @@
  * the health policy it judges by, and the outcome it reaches. Times are milliseconds since the
  * epoch on the supervisor's clock axis; durations are milliseconds.
  */
+import type { NomadRules } from './nomadRules.js';
 
 export type TaskRunState = 'pending' | 'running' | 'dead';
 export type LifecycleHook = 'prestart' | 'poststart' | 'poststop';
@@ -39,14 +40,28 @@ export interface CheckIdentity {
 /** One registered service check, as the service catalogue reports it. */
 export interface CheckView extends CheckIdentity {
   readonly status: CheckStatus;
+  /**
+   * A check of the service's Connect sidecar proxy: not in the job spec, so never counted against
+   * the expected checks; whether it must pass depends on the Nomad release (NomadRules.sidecarChecksBlock).
+   */
+  readonly sidecar?: boolean;
 }
 
-/** One check the job declares. */
+/** One check the job declares, its names interpolated as the client interpolates them. */
 export interface ExpectedCheck extends CheckIdentity {
   readonly onUpdate: CheckOnUpdate;
+  /**
+   * The name Nomad compares the registered checks against, when it differs from `name`: Nomad 1.4.5
+   * and 1.5.0 counted checks by their uninterpolated names (NomadRules: missingChecksFail without
+   * interpolatedCheckNames).
+   */
+  readonly comparedAs?: string;
 }
 
 export type HealthPolicySource = 'update' | 'migrate' | 'opt-in';
+
+/** The rules of the Nomad release that judges (machines/nomadRules.ts). */
+export type { NomadRules } from './nomadRules.js';
 
 export interface HealthPolicy {
   /** Where the parameters came from: the group's update block (deployment), its migrate block, or the user. */
@@ -62,6 +77,13 @@ export interface HealthPolicy {
    * jobs, so its own policies leave this false.
    */
   readonly completedTasksAreHealthy: boolean;
+  /** The rules of the Nomad release the allocation's cluster runs. */
+  readonly rules: NomadRules;
+  /**
+   * How long Nomad keeps the allocation of a client that stopped heartbeating before it calls it
+   * lost (the group's disconnect.lost_after, or max_client_disconnect before 1.8); null: at once.
+   */
+  readonly lostAfterMs: number | null;
 }
 
 export interface HealthVerdict {
@@ -140,8 +162,13 @@ export interface AllocationHealthContext {
   readonly deadlineAt: number;
   /** Why the input's `watchingSince` was not used (the deadline then counts from the input's `now`). */
   readonly watchingSinceIgnored: string | null;
-  /** Since when the checks have been continuously passing (reset when the tasks' start moves). */
+  /**
+   * Since when the checks have been continuously passing: Nomad's check watcher arms its
+   * min_healthy_time timer then, and re-arms it each time it fires before the tasks are healthy.
+   */
   readonly checksPassingSince: number | null;
+  /** Since when the allocation's client has been disconnected (ClientStatus unknown), or null. */
+  readonly disconnectedAt: number | null;
   /** Why the last event was ignored, if it was malformed. */
   readonly rejected: string | null;
   readonly outcome: HealthOutcome | null;

@@ -4,6 +4,7 @@
  * resolves once Nomad has ended the deployment and Warden has judged every allocation of it.
  */
 import { evaluationOutcome, isTerminalEvaluation } from '../../machines/evaluationOutcome.js';
+import type { NomadRules } from '../../machines/nomadRules.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Deployment, Evaluation, Job } from '../nomad/types.js';
 import type { VerdictRecord } from '../intake/types.js';
@@ -35,6 +36,8 @@ export interface DeploymentGatesOptions {
   readonly undecided: (deploymentId: string) => number;
   /** Whether the supervisor has read the cluster as it is (its first listing is in): until then it may not know every allocation. */
   readonly caughtUp: () => boolean;
+  /** The rules of the cluster's Nomad release, once known. */
+  readonly rules?: () => NomadRules | undefined;
 }
 
 interface Waiter {
@@ -76,7 +79,7 @@ export class DeploymentGates {
     if (none !== undefined) {
       return { ok: false, jobId, version, deploymentId: undefined, reason: `no deployment to judge: ${none}`, rule: 'nothing-to-judge', unhealthy: [] };
     }
-    const watch = new DeploymentWatch(jobId, namespace, version, { failFast: options.failFast ?? false });
+    const watch = new DeploymentWatch(jobId, namespace, version, { failFast: options.failFast ?? false, ...(this.options.rules ? { rules: this.options.rules } : {}) });
     const result = new Promise<DeploymentResult>((resolve, reject) => this.waiters.add({ watch, resolve, reject }));
     // It may settle (or the gates stop) while the reads below are awaited: handled by the caller.
     result.catch(() => undefined);

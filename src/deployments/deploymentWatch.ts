@@ -1,4 +1,5 @@
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
+import { NEWEST_NOMAD_RULES, type NomadRules } from '../../machines/nomadRules.js';
 import type { VerdictOutcome } from '../intake/types.js';
 import type { Deployment, DeploymentState } from '../nomad/types.js';
 
@@ -74,6 +75,8 @@ export type DeploymentResult =
 export interface DeploymentWatchOptions {
   /** End at the first unhealthy allocation or placement failure instead of Nomad's own end. */
   failFast?: boolean;
+  /** The rules of the cluster's Nomad release, once known (default: today's Nomad). */
+  rules?: () => NomadRules | undefined;
 }
 
 /** A verdict of one of the job's allocations, as the watch keeps it. */
@@ -91,10 +94,17 @@ function plural(count: number, noun: string): string {
   return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
-/** Nomad's counts: every group with canaries has them all healthy and waits for a person to promote them. */
-function awaitingPromotion(groups: readonly DeploymentState[]): boolean {
+/**
+ * Nomad's counts: every group with canaries has them all healthy, and Nomad will not promote them
+ * itself. deployment_watcher.go autoPromoteDeployment promotes only when every group with canaries
+ * has auto_promote (before NomadRules.mixedCanaryAutoPromote: every group, a rolling one too), so a
+ * group without it leaves the whole deployment to a person.
+ */
+function awaitingPromotion(groups: readonly DeploymentState[], rules: NomadRules): boolean {
   const canaried = groups.filter((state) => state.DesiredCanaries > 0 && !state.Promoted);
-  return canaried.length > 0 && canaried.every((state) => !state.AutoPromote && state.HealthyAllocs >= state.DesiredCanaries);
+  if (canaried.length === 0 || !canaried.every((state) => state.HealthyAllocs >= state.DesiredCanaries)) return false;
+  const deciding = rules.mixedCanaryAutoPromote ? groups.filter((state) => state.DesiredCanaries > 0) : groups;
+  return !deciding.every((state) => state.AutoPromote);
 }
 
 function failureRule(description: string | undefined): DeploymentFailureRule {
@@ -138,7 +148,7 @@ export class DeploymentWatch {
     else if (FAILED.has(deployment.Status)) {
       const reason = `Deployment ${deployment.Status}: ${deployment.StatusDescription}`;
       this.ending = { kind: 'failed', rule: failureRule(deployment.StatusDescription), reason };
-    } else if (deployment.Status === 'running' && awaitingPromotion(Object.values(deployment.TaskGroups ?? {}))) this.ending = { kind: 'awaitingPromotion' };
+    } else if (deployment.Status === 'running' && awaitingPromotion(Object.values(deployment.TaskGroups ?? {}), this.options.rules?.() ?? NEWEST_NOMAD_RULES)) this.ending = { kind: 'awaitingPromotion' };
   }
 
   /** A verdict of one of the job's allocations; `deploymentId` says which deployment it was judged for. */

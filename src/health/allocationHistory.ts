@@ -5,9 +5,10 @@
  * is fed the same views at the same times, and reaches the same verdict at the same time.
  *
  * How a task's state follows its events (client/allocrunner/taskrunner/task_runner.go):
- * `Started` → running from the event's time; `Restarting` → pending, one restart more; `Not
- * Restarting` and `Killed` → dead; any event with FailsTask → failed; every other event leaves the
- * state as it was. A task's last death has no event of its own: the TaskState's FinishedAt times it.
+ * `Started` → running from the event's time; `Restarting` → pending, one restart more; `Failed
+ * Restoring Task` (its client restarted and lost the task) → pending; `Waiting for shutdown delay`
+ * → pending (from Nomad 1.5: NomadRules.shutdownDelayPending); `Not Restarting` and `Killed` → dead;
+ * any event with FailsTask → failed; every other event (`Reconnected` too) leaves the state as it was. A task's last death has no event of its own: the TaskState's FinishedAt times it.
  * Starts are always taken from the `Started` events (the TaskState's StartedAt is written a few
  * microseconds later, and only for the latest run), so every observer agrees to the microsecond.
  *
@@ -15,13 +16,18 @@
  * stops watching once the client has the stop), not from the server's write: until the client's
  * reaction is in the data, the stop is only pending, at the server's write.
  *
+ * A client that stops heartbeating (Nomad 1.3+) leaves its allocations `unknown`: from when the
+ * server marked it so (its AllocStates), the views say `unknown`, and the data speaks for that
+ * time, no later. Once the client reports again, its own events tell what happened meanwhile.
+ *
  * Nomad keeps the last 10 events per task. Seen for the first time with its oldest events gone, an
  * allocation may have been healthy in the part that is gone: the history says so (`undetermined`)
  * unless the allocation's creation time rules it out.
  */
 import type { AllocationView, TaskView } from '../../machines/allocationHealthTypes.js';
+import { NEWEST_NOMAD_RULES, type NomadRules } from '../../machines/nomadRules.js';
 import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
-import { isNanoTime, nanoTimeMs, parseNanoTime } from './nomadTime.js';
+import { isNanoTime, nanoTimeMs, parseNanoTime, parseNomadTime } from './nomadTime.js';
 import { estimatedWatchingSince, lifecycleOf, makeTask, taskView } from './allocationView.js';
 import { sameAllocationView } from './viewEquality.js';
 
@@ -44,6 +50,8 @@ export interface AllocationHistory {
   readonly watchingSince: number | undefined;
   /** The server asked to stop the allocation, at this time, and its client has not acted on it yet. */
   readonly pendingStop: number | undefined;
+  /** Since when its client has not been heard from (the server marked it `unknown`), if it has not come back. */
+  readonly disconnectedAt: number | undefined;
   /** Set when the history the data keeps cannot decide the verdict (first sight only). */
   readonly undetermined: Undetermined | undefined;
   /** What was ignored or guessed, and why. */
@@ -69,6 +77,8 @@ export interface HistoryOptions {
   readonly minHealthyTimeMs?: number;
   /** Judging starts here (an allocation watched again after an in-place update): nothing lost before matters. */
   readonly judgedFrom?: number;
+  /** The rules of the cluster's Nomad release (default: today's). */
+  readonly rules?: NomadRules;
 }
 
 /** Nomad's TaskState.Events capacity (client/allocrunner/taskrunner/state: appendTaskEvent). */
@@ -141,7 +151,7 @@ function timedEvents(name: string, state: TaskState | undefined, after: number, 
 }
 
 /** Applies one event to a task's state (task_runner.go: which events move TaskState.State). */
-function afterEvent(task: TaskView, event: TimedEvent): TaskView {
+function afterEvent(task: TaskView, event: TimedEvent, rules: NomadRules): TaskView {
   const failed = task.failed || event.failsTask;
   const { restarts, startedAt, finishedAt, hook, sidecar } = task;
   switch (event.type) {
@@ -149,6 +159,10 @@ function afterEvent(task: TaskView, event: TimedEvent): TaskView {
       return makeTask('running', failed, restarts, event.at, null, hook, sidecar);
     case 'Restarting':
       return makeTask('pending', failed, restarts + 1, startedAt, finishedAt, hook, sidecar);
+    case 'Failed Restoring Task':
+      return makeTask('pending', failed, restarts, startedAt, finishedAt, hook, sidecar);
+    case 'Waiting for shutdown delay':
+      return rules.shutdownDelayPending ? makeTask('pending', failed, restarts, startedAt, finishedAt, hook, sidecar) : task;
     case 'Not Restarting':
     case 'Killed':
       return makeTask('dead', failed, restarts, startedAt, finishedAt ?? event.at, hook, sidecar);
@@ -159,7 +173,7 @@ function afterEvent(task: TaskView, event: TimedEvent): TaskView {
   }
 }
 
-function taskStory(name: string, base: TaskView, state: TaskState | undefined, after: number, problems: string[]): TaskStory {
+function taskStory(name: string, base: TaskView, state: TaskState | undefined, after: number, rules: NomadRules, problems: string[]): TaskStory {
   const finalView = state === undefined || state === null ? undefined : taskView(name, base, state, problems);
   const events = timedEvents(name, state, after, problems);
   // A task's last death has no event: its FinishedAt times it (a failure flagged by then).
@@ -177,7 +191,7 @@ function taskStory(name: string, base: TaskView, state: TaskState | undefined, a
   const tasks: TaskView[] = events.length === 0 ? NO_TASKS : [];
   let killedAt: number | null = null;
   for (const event of events) {
-    task = afterEvent(task, event);
+    task = afterEvent(task, event, rules);
     if (event.type === 'Killing' && killedAt === null) killedAt = event.at;
     if (event.type === 'Started') killedAt = null;
     tasks.push(task);
@@ -237,12 +251,46 @@ function lostRun(story: TaskStory, finalRestarts: number, createdAt: number | nu
   return first.at;
 }
 
+function earlier(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined ? b : b === undefined ? a : Math.min(a, b);
+}
+
+/** ClientStatus in AllocStates (nomad/structs AllocStateFieldClientStatus). */
+const CLIENT_STATUS_FIELD = 0;
+
 /**
- * The next time a task's state may change after the stories' cursors (and `stopAt`, while it is
- * still ahead): the stories' events are each in time order already. +Infinity when none is left.
+ * Since when the allocation's client has been away (structs LastUnknown, when NeedsToReconnect):
+ * the last run of `unknown` ClientStatus states, unless a state after it says the client came back
+ * (a `lost` one does not). Only for a copy the server still has as `unknown` or `lost`; without
+ * AllocStates, the server's write of an `unknown` copy.
  */
-function nextStepTime(stories: readonly TaskStory[], stopAt: number | undefined): number {
-  let at = stopAt ?? Number.POSITIVE_INFINITY;
+function disconnectedSince(allocation: Allocation, problems: string[]): number | undefined {
+  const status = allocation.ClientStatus;
+  if (status !== 'unknown' && status !== 'lost') return undefined;
+  const states = Array.isArray(allocation.AllocStates) ? allocation.AllocStates : [];
+  let since: number | undefined;
+  for (let i = states.length - 1; i >= 0; i--) {
+    const state = states[i];
+    if (state?.Field !== CLIENT_STATUS_FIELD) continue;
+    if (state.Value === 'unknown') {
+      const time = parseNomadTime(state.Time);
+      if (time.ok && time.ms !== null) since = time.ms;
+      else problems.push(`AllocStates: an unknown ClientStatus without a usable time ignored${time.ok ? '' : `, ${time.problem}`}`);
+    } else if (since !== undefined) break;
+    else if (state.Value !== 'lost') return undefined;
+  }
+  if (since !== undefined || status !== 'unknown') return since;
+  const written = parseNanoTime(allocation.ModifyTime);
+  return written.ok && written.ms !== null ? written.ms : undefined;
+}
+
+/**
+ * The next time a task's state may change after the stories' cursors (and `serverAt`, the server's
+ * own change still ahead: a stop, a disconnect): the stories' events are each in time order
+ * already. +Infinity when none is left.
+ */
+function nextStepTime(stories: readonly TaskStory[], serverAt: number | undefined): number {
+  let at = serverAt ?? Number.POSITIVE_INFINITY;
   for (const story of stories) {
     const next = story.events[story.cursor];
     if (next !== undefined && next.at < at) at = next.at;
@@ -255,10 +303,11 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   const { base } = options;
   const after = base?.at ?? Number.NEGATIVE_INFINITY;
   const states = allocation.TaskStates ?? {};
+  const rules = options.rules ?? NEWEST_NOMAD_RULES;
   const stories: TaskStory[] = [];
   for (const spec of Array.isArray(group.Tasks) ? group.Tasks : []) {
     const from = base?.view.tasks[spec.Name] ?? pendingTask(lifecycleOf(spec.Name, spec.Lifecycle, problems));
-    stories.push(taskStory(spec.Name, from, states[spec.Name], after, problems));
+    stories.push(taskStory(spec.Name, from, states[spec.Name], after, rules, problems));
   }
   let reportedTasks = false;
   for (const name in states) {
@@ -271,7 +320,10 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   const reported = reportedTasks || clientStatus !== 'pending';
   let lastAt: number | null = null;
   for (const story of stories) if (story.lastAt !== null && (lastAt === null || story.lastAt > lastAt)) lastAt = story.lastAt;
-  const asOf = lastAt ?? (reported ? (base?.at ?? null) : null);
+  // The server's word that nothing came from the client until it marked it away speaks for that time too.
+  const disconnectedAt = disconnectedSince(allocation, problems);
+  const clientAsOf = lastAt ?? (reported ? (base?.at ?? null) : null);
+  const asOf = disconnectedAt === undefined || (clientAsOf !== null && clientAsOf >= disconnectedAt) ? clientAsOf : Math.max(disconnectedAt, after);
 
   // When the stop took effect for the client; or, not yet acted on, when the server wrote it.
   let stopAt: number | undefined;
@@ -291,9 +343,12 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
   // The last view built, unless a task has moved since: one built now would be the same (and the
   // same as `previous`, which it was pushed as or found equal to), so it is not built again.
   let built: AllocationView | undefined;
+  // The server's own changes still ahead: the client marked away, the stop taking effect.
   let stopAhead = stopAt;
-  for (let at = nextStepTime(stories, stopAhead); at !== Number.POSITIVE_INFINITY; at = nextStepTime(stories, stopAhead)) {
+  let awayAhead = disconnectedAt !== undefined && disconnectedAt > after ? disconnectedAt : undefined;
+  for (let at = nextStepTime(stories, earlier(stopAhead, awayAhead)); at !== Number.POSITIVE_INFINITY; at = nextStepTime(stories, earlier(stopAhead, awayAhead))) {
     if (stopAhead !== undefined && stopAhead <= at) stopAhead = undefined;
+    if (awayAhead !== undefined && awayAhead <= at) awayAhead = undefined;
     let moved = false;
     for (const story of stories) {
       let index = story.cursor;
@@ -305,10 +360,11 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
       story.cursor = index;
     }
     const desired = stopAt !== undefined && at >= stopAt ? desiredStatus : 'run';
-    if (!moved && built !== undefined && built.desiredStatus === desired) continue;
+    const away = disconnectedAt !== undefined && at >= disconnectedAt;
+    if (!moved && built !== undefined && built.desiredStatus === desired && (built.clientStatus === 'unknown') === away) continue;
     const tasks: Record<string, TaskView> = {};
     for (const story of stories) tasks[story.name] = story.current;
-    const view = { clientStatus: allocationStatus(tasks), desiredStatus: desired, tasks };
+    const view = { clientStatus: away ? 'unknown' : allocationStatus(tasks), desiredStatus: desired, tasks };
     built = view;
     if (previous !== undefined && sameAllocationView(previous, view)) continue;
     views.push({ at, view });
@@ -344,7 +400,7 @@ export function allocationHistory(allocation: Allocation, group: TaskGroup, opti
       };
     }
   }
-  return { views, asOf, watchingSince, pendingStop, undetermined, problems };
+  return { views, asOf, watchingSince, pendingStop, disconnectedAt, undetermined, problems };
 }
 
 /** The view at `at`: the last of `history`'s views from then or before, else `before`. */

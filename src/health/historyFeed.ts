@@ -47,6 +47,7 @@ export function openingHistory(allocation: Allocation, group: TaskGroup, policy:
   // Placed and not reported yet (most first sights): no history to rebuild.
   if (rewatchedFrom === undefined && !reportedByClient(allocation)) return { kind: 'unreported', problems: lifecycleProblems(group) };
   const full = allocationHistory(allocation, group, {
+    rules: policy.rules,
     minHealthyTimeMs: policy.minHealthyTimeMs,
     ...(rewatchedFrom === undefined ? {} : { judgedFrom: rewatchedFrom }),
   });
@@ -148,9 +149,14 @@ function lifecycleProblems(group: TaskGroup): string[] {
   return problems;
 }
 
-/** A later sight: what happened after `base`, the view last fed and its time. */
-export function followingHistory(allocation: Allocation, group: TaskGroup, base: { at: number; view: AllocationView }): HealthHistory & { problems: readonly string[] } {
-  const { views, asOf, pendingStop, problems } = allocationHistory(allocation, group, { base });
+/** A later sight: what happened after `base`, the view last fed and its time, by `policy`'s release rules. */
+export function followingHistory(
+  allocation: Allocation,
+  group: TaskGroup,
+  base: { at: number; view: AllocationView },
+  policy: Pick<HealthPolicy, 'rules'>,
+): HealthHistory & { problems: readonly string[] } {
+  const { views, asOf, pendingStop, problems } = allocationHistory(allocation, group, { base, rules: policy.rules });
   return { views, asOf: knownUpTo(asOf, allocation), pendingStop, problems };
 }
 
@@ -189,7 +195,7 @@ export function judgeSight(
       recorded = { healthy: decision.healthy, at: decision.at, reasons: nomadReasons(allocation, decision, policy), basis: 'nomad' };
       return { views: [], asOf: null, problems: [] };
     }
-    return followingHistory(allocation, group, base);
+    return followingHistory(allocation, group, base, policy);
   });
   if (recorded !== undefined) return { kind: 'recorded', outcome: recorded, problems: [] };
   if (history !== undefined) {

@@ -53,18 +53,23 @@ export function todaysWords(message: string, policy: Pick<HealthPolicy, 'healthy
   return minHealthy ? `Task not running for min_healthy_time of ${minHealthy[1]} by ${deadline}` : message;
 }
 
+/** A recorded explanation in the words of the release Warden judges by (its own verdicts speak them too). */
+function releaseWords(message: string, policy: Pick<HealthPolicy, 'healthyDeadlineMs' | 'rules'>): string {
+  return policy.rules.healthyDeadlineWording ? todaysWords(message, policy) : message;
+}
+
 /** How close to the decision its "Alloc Unhealthy" events are timed (written in the same call, microseconds apart). */
 const SAME_DECISION_MS = 1_000;
 
-/** Per task, Nomad's explanation written with an unhealthy `decision` (in today's words), as far as the kept events still hold it. */
-export function nomadReasons(allocation: Pick<Allocation, 'TaskStates'>, decision: NomadDecision, policy: Pick<HealthPolicy, 'healthyDeadlineMs'>): Record<string, string> {
+/** Per task, Nomad's explanation written with an unhealthy `decision` (in the release's words), as far as the kept events still hold it. */
+export function nomadReasons(allocation: Pick<Allocation, 'TaskStates'>, decision: NomadDecision, policy: Pick<HealthPolicy, 'healthyDeadlineMs' | 'rules'>): Record<string, string> {
   const reasons: Record<string, string> = {};
   if (decision.healthy) return reasons;
   for (const [task, state] of Object.entries(allocation.TaskStates ?? {})) {
     for (const event of state?.Events ?? []) {
       if (event.Type !== 'Alloc Unhealthy' || !isNanoTime(event.Time)) continue;
       if (Math.abs(nanoTimeMs(event.Time) - decision.at) > SAME_DECISION_MS) continue;
-      reasons[task] = todaysWords(event.DisplayMessage || event.Message || 'Unhealthy', policy);
+      reasons[task] = releaseWords(event.DisplayMessage || event.Message || 'Unhealthy', policy);
     }
   }
   return reasons;

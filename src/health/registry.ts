@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../clock/index.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
-import { wakeAt } from '../../machines/allocationHealthRules.js';
+import { disconnected, wakeAt } from '../../machines/allocationHealthRules.js';
 import { allocationViewProblem, checkViewsProblem, healthPolicyProblem } from '../../machines/allocationHealthInput.js';
 import type {
   AllocationHealthContext,
@@ -284,9 +284,18 @@ export class HealthRegistry {
     return changed;
   }
 
-  /** Lets time pass as far as the data and the horizon know, then asks the horizon for the rest. */
+  /**
+   * Lets time pass as far as the data and the horizon know, then asks the horizon for the rest. For
+   * an allocation whose client is away, only as far as its data speaks: nothing that came after
+   * (a stop its client has not seen, its checks) is fed until the client reports again.
+   */
   private advance(allocationId: string, entry: Entry): void {
     if (entry.status !== 'active') return;
+    if (disconnected(entry.context)) {
+      this.pass(allocationId, entry, entry.known, true);
+      this.horizon.release(allocationId);
+      return;
+    }
     const upTo = Math.max(entry.known, this.horizon.knownUpTo(allocationId));
     this.pass(allocationId, entry, upTo, true);
     const next = this.nextDue(entry);

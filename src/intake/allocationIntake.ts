@@ -13,14 +13,23 @@
  * An allocation moved into another deployment by an in-place update is watched again from that
  * update, with its new job version's policy (health_hook.go Update). Every per-allocation memory is
  * bounded: machines live only until their verdict, the rest is kept in bounded histories.
+ *
+ * Rules: those of the cluster's Nomad release (clusterRelease.ts), known before the first admission.
+ * A group whose check names use variables gets one policy per allocation, its names interpolated
+ * with that allocation's environment (and its node's record, read once per node, when they need it).
+ * An allocation whose client comes back after a disconnect (ClientStatus unknown, then not) is
+ * judged again from the history its client reports, as if first seen then: nothing that time alone
+ * decides was said while it was away.
  */
 import { Subject, type Observable } from 'rxjs';
 import { checksRequired } from '../../machines/allocationHealthRules.js';
 import type { AllocationHealthContext, HealthPolicy } from '../../machines/allocationHealthTypes.js';
+import type { NomadRules } from '../../machines/nomadRules.js';
 import type { AllocationHealthState } from '../../machines/allocationHealth.js';
 import type { Clock, TimerHandle } from '../clock/index.js';
 import type { ServiceCheckSources } from '../nomadChecks/checkSources.js';
-import type { OptInHealthPolicy } from '../health/policy.js';
+import { allocationPolicy, type OptInHealthPolicy } from '../health/policy.js';
+import { taskEnvironments } from '../health/taskEnvironment.js';
 import { judgeSight } from '../health/historyFeed.js';
 import { nomadDecision, type NomadDecision } from '../health/nomadDecision.js';
 import { parseNanoTime } from '../health/nomadTime.js';
@@ -37,6 +46,8 @@ import { errorMessage } from '../errorMessage.js';
 import { judgementOf, type Judgement } from './judgement.js';
 import type { AllocationRef, StateChange, VerdictOutcome, VerdictRecord } from './types.js';
 import { VerdictBook, type Unjudged } from './verdictBook.js';
+import type { ClusterRelease } from './clusterRelease.js';
+import type { NodeCache } from './nodeCache.js';
 
 export interface AllocationIntakeOptions {
   readonly nomad: Pick<NomadClient, 'getDeployment'>;
@@ -44,6 +55,10 @@ export interface AllocationIntakeOptions {
   readonly registry: HealthRegistry;
   readonly jobs: JobCache;
   readonly scope: ResolvedScope;
+  /** The cluster's Nomad release: the rules allocations are admitted with. */
+  readonly release: Pick<ClusterRelease, 'rules' | 'whenKnown'>;
+  /** Client nodes, for check names that use their records. */
+  readonly nodes: Pick<NodeCache, 'cached' | 'read'>;
   /** Judge allocations Nomad does not watch (batch, system, no update block) with this policy. */
   readonly policy?: OptInHealthPolicy | undefined;
   /** Where allocations judged by their service checks get them (Consul's, or Nomad's own). */
@@ -171,7 +186,14 @@ export class AllocationIntake {
     const id = allocation.ID;
     if (this.stopped || typeof id !== 'string' || !this.options.scope.includes(allocation.Namespace, allocation.JobID)) return;
     const admitted = this.admitted.get(id);
-    if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) return this.judge(admitted, allocation, live);
+    if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) {
+      // Judged again from its history: what it brings is not late delivery (no lag to learn from).
+      if (this.reconnected(id, allocation)) {
+        this.reopen(admitted);
+        return this.judge(admitted, allocation, false);
+      }
+      return this.judge(admitted, allocation, live);
+    }
     const pending = this.resolving.get(id);
     if (pending) {
       if (movedFrom(deploymentOf(pending), allocation)) this.rewatches.set(id, allocation);
@@ -212,13 +234,13 @@ export class AllocationIntake {
     return this.book.unjudgedRecords();
   }
 
-  /** How the group is judged for an allocation in a deployment (or not, and why). */
-  judgementOf(job: Job, group: string, inDeployment: boolean): Judgement {
+  /** How the group is judged for an allocation in a deployment (or not, and why), by `rules`. */
+  judgementOf(job: Job, group: string, inDeployment: boolean, rules: NomadRules): Judgement {
     let groups = this.judgements.get(job);
-    const key = `${inDeployment ? 'd' : 'm'}${group}`;
+    const key = `${rules.version}\u0000${inDeployment ? 'd' : 'm'}${group}`;
     const known = groups?.get(key);
     if (known !== undefined) return known;
-    const judgement = judgementOf(job, group, { inDeployment, optIn: this.options.policy, checksUnavailable: (spec) => this.options.checks.unavailable(spec) });
+    const judgement = judgementOf(job, group, { inDeployment, rules, optIn: this.options.policy, checksUnavailable: (spec) => this.options.checks.unavailable(spec) });
     if (groups === undefined) this.judgements.set(job, (groups = new Map()));
     groups.set(key, judgement);
     return judgement;
@@ -287,15 +309,16 @@ export class AllocationIntake {
     this.awaitingJob.delete(id);
     // Never watched before: it may have been moved in place before we started (a read tells).
     const mayHaveMoved = !this.rewatches.has(id) && this.moves.mayHaveMoved(allocation);
-    // Its job version known, nothing to read: admitted at once.
-    const job = mayHaveMoved ? undefined : this.options.jobs.cachedJobFor(allocation);
+    // Its job version and the cluster's release known, nothing to read: admitted at once.
+    const job = mayHaveMoved || this.options.release.rules === undefined ? undefined : this.options.jobs.cachedJobFor(allocation);
     if (job !== undefined) {
       this.admit(id, job, allocation);
       this.options.onSettled?.();
       return;
     }
     this.resolving.set(id, allocation);
-    Promise.all([this.options.jobs.jobFor(allocation), mayHaveMoved ? this.moves.movedBy(allocation) : undefined]).then(
+    const lookups = [this.options.jobs.jobFor(allocation), mayHaveMoved ? this.moves.movedBy(allocation) : undefined, this.options.release.whenKnown()] as const;
+    Promise.all(lookups).then(
       ([job, movedBy]) => {
         if (movedBy && !this.rewatches.has(id)) this.rewatches.set(id, movedBy);
         const latest = this.resolving.get(id);
@@ -345,12 +368,10 @@ export class AllocationIntake {
 
   /** Judges the allocation with its job version's policy (or marks it unjudged, with why). */
   private admit(id: string, job: Job, allocation: Allocation): void {
-    const moving = this.rewatches.get(id);
-    this.rewatches.delete(id);
-    const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
+    const rules = this.options.release.rules as NomadRules;
     let judgement: Judgement;
     try {
-      judgement = this.judgementOf(job, allocation.TaskGroup, deploymentOf(allocation) !== undefined);
+      judgement = this.judgementOf(job, allocation.TaskGroup, deploymentOf(allocation) !== undefined, rules);
     } catch (error) {
       this.options.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
       return;
@@ -361,12 +382,46 @@ export class AllocationIntake {
       return;
     }
     const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
+    const policy = this.policyOf(id, job, group, allocation, judgement);
+    if (policy === undefined) return;
+    const moving = this.rewatches.get(id);
+    this.rewatches.delete(id);
+    const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
     const rewatchedFrom = rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy);
-    const admitted: Admitted = { ref: this.refOf(allocation), group, policy: judgement.policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined };
+    const admitted: Admitted = { ref: this.refOf(allocation), group, policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined };
     this.admitted.set(id, admitted);
     const forgotten = this.awaitingClient.set(id, true);
     if (forgotten !== undefined && this.admitted.get(forgotten)?.opening === true) this.admitted.delete(forgotten);
     this.judge(admitted, allocation);
+  }
+
+  /**
+   * The allocation's own policy: the group's, its check names interpolated with the allocation's
+   * environment when they use variables (NomadRules.interpolatedCheckNames). Undefined when it is
+   * not to be judged yet (its node is being read: admitted again then) or at all (marked unjudged).
+   */
+  private policyOf(id: string, job: Job, group: TaskGroup, allocation: Allocation, judgement: Extract<Judgement, { policy: HealthPolicy }>): HealthPolicy | undefined {
+    if (judgement.names === 'nothing') return judgement.policy;
+    const nodeId = allocation.NodeID;
+    const reading = judgement.names === 'node' && nodeId ? this.options.nodes.cached(nodeId) : undefined;
+    if (judgement.names === 'node' && nodeId && reading === undefined) {
+      this.resolving.set(id, allocation);
+      void this.options.nodes.read(nodeId).then(() => {
+        const latest = this.resolving.get(id);
+        this.resolving.delete(id);
+        if (latest !== undefined && !this.stopped) this.admit(id, job, latest);
+        this.options.onSettled?.();
+      });
+      return undefined;
+    }
+    const node = reading !== undefined && 'node' in reading ? reading.node : undefined;
+    const { rules } = judgement.policy;
+    if (judgement.names === 'node' && node === undefined && rules.missingChecksFail && rules.interpolatedCheckNames) {
+      const why = reading !== undefined && 'problem' in reading ? reading.problem : 'the allocation has no node';
+      this.markUnjudged({ alloc: this.refOf(allocation), reason: `its check names use its node's record (\${node.*}, \${attr.*}, \${meta.*} or \${NOMAD_DC}), and ${why}` });
+      return undefined;
+    }
+    return allocationPolicy(judgement.policy, group, taskEnvironments(job, group, allocation, node));
   }
 
   /**
@@ -428,6 +483,18 @@ export class AllocationIntake {
       this.admitted.delete(id);
       this.options.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
     }
+  }
+
+  /** Its machine waits for a disconnected client, and this copy is the client's (or the server's final) word. */
+  private reconnected(id: string, allocation: Allocation): boolean {
+    return this.options.registry.machine(id)?.value === 'disconnected' && allocation.ClientStatus !== 'unknown';
+  }
+
+  /** Judged again from the start of its history, as the client reports it now. */
+  private reopen(admitted: Admitted): void {
+    this.forget(admitted.ref.allocId);
+    admitted.opening = true;
+    this.options.logger.debug('allocation reported again after a disconnect; judging it from its history', { allocId: admitted.ref.allocId });
   }
 
   private onHealthChange(change: HealthChange): void {

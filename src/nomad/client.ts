@@ -25,7 +25,19 @@ import type {
   JobRegisterResponse,
   JobScaleResponse,
   NodeListStub,
+  NomadNode,
 } from './types.js';
+
+/** What Warden reads of GET /v1/agent/self (command/agent/agent_endpoint.go agentSelf). */
+export interface AgentSelf {
+  config?: { Version?: { Version?: string; VersionPrerelease?: string; VersionMetadata?: string } | null } | null;
+  member?: { Tags?: Record<string, string> | null } | null;
+}
+
+/** What Warden reads of GET /v1/agent/members (structs.ServerMembersResponse). */
+export interface AgentMembers {
+  Members?: { Name?: string; Status?: string; Tags?: Record<string, string> | null }[] | null;
+}
 
 /** Options of a query endpoint: a blocking query when `index` is given. */
 export interface QueryOptions extends RequestOptions {
@@ -190,6 +202,21 @@ export class NomadClient {
 
   getDeployment(deploymentId: string, options: QueryOptions = {}): Promise<NomadResponse<Deployment>> {
     return this.query(`/v1/deployment/${encodeURIComponent(deploymentId)}`, options);
+  }
+
+  /** A client node, with its attributes and meta (needs node:read). */
+  getNode(nodeId: string, options: QueryOptions = {}): Promise<NomadResponse<NomadNode>> {
+    return this.query(`/v1/node/${encodeURIComponent(nodeId)}`, options);
+  }
+
+  /** The agent Warden talks to: its configuration, its version included (needs agent:read). */
+  agentSelf(options: RequestOptions = {}): Promise<NomadResponse<AgentSelf>> {
+    return this.transport.request('GET', '/v1/agent/self', options);
+  }
+
+  /** The servers of the region, each with its version in Tags.build (needs node:read). */
+  agentMembers(options: RequestOptions = {}): Promise<NomadResponse<AgentMembers>> {
+    return this.transport.request('GET', '/v1/agent/members', options);
   }
 
   /** Promotes the canaries of every group, or of `groups` only. */

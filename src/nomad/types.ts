@@ -173,6 +173,8 @@ export interface Allocation extends Passthrough {
   DeploymentStatus?: AllocDeploymentStatus | null;
   RescheduleTracker?: RescheduleTracker | null;
   NetworkStatus?: NetworkStatus | null;
+  /** Server-side changes of the client status, with their times (a disconnect's `unknown`, `lost`; 1.3+). */
+  AllocStates?: AllocState[] | null;
   FollowupEvalID?: string;
   PreemptedAllocations?: string[] | null;
   PreemptedByAllocation?: string;
@@ -181,6 +183,13 @@ export interface Allocation extends Passthrough {
   AllocModifyIndex?: number;
   CreateTime?: NanoTime;
   ModifyTime?: NanoTime;
+}
+
+/** nomad/structs AllocState: Field 0 is the ClientStatus. */
+export interface AllocState extends Passthrough {
+  Field: number;
+  Value: string;
+  Time: Rfc3339 | null;
 }
 
 /** Element of /v1/job/:id/allocations and /v1/allocations: every key present (not omitempty). */
@@ -340,6 +349,18 @@ export interface TaskGroup extends Passthrough {
   ReschedulePolicy?: ReschedulePolicy | null;
   Meta?: Record<string, string> | null;
   ShutdownDelay?: Nanoseconds | null;
+  /** How long an allocation on a disconnected client stays `unknown` before it is lost (1.3–1.7; deprecated by Disconnect). */
+  MaxClientDisconnect?: Nanoseconds | null;
+  /** The disconnect block (1.8+). */
+  Disconnect?: DisconnectStrategy | null;
+}
+
+/** A group's disconnect block (nomad/structs DisconnectStrategy, 1.8+). */
+export interface DisconnectStrategy extends Passthrough {
+  LostAfter?: Nanoseconds;
+  Replace?: boolean | null;
+  Reconcile?: string;
+  StopOnClientAfter?: Nanoseconds | null;
 }
 
 export interface Job extends Passthrough {
@@ -370,6 +391,19 @@ export interface Job extends Passthrough {
   CreateIndex?: number;
   ModifyIndex?: number;
   JobModifyIndex?: number;
+}
+
+/** A client node (GET /v1/node/:id; /v1/nodes lists NodeListStubs, which carry Version but no Attributes or Meta). */
+export interface NomadNode extends Passthrough {
+  ID: string;
+  Name?: string;
+  Datacenter?: string;
+  NodeClass?: string;
+  /** 1.6+ */
+  NodePool?: string;
+  Attributes?: Record<string, string> | null;
+  Meta?: Record<string, string> | null;
+  Status?: string;
 }
 
 export interface JobSummaryCounts extends Passthrough {
@@ -408,6 +442,10 @@ export interface NodeListStub extends Passthrough {
   Drain?: boolean;
   /** By driver name (Nomad 0.9+). */
   Drivers?: Record<string, DriverInfo> | null;
+  /** The client's Nomad version. */
+  Version?: string;
+  /** 1.6+ */
+  NodePool?: string;
 }
 
 /** Element of GET /v1/jobs. */

@@ -27,6 +27,8 @@ import { silentLogger, structuredLogger, type LogSink, type Logger } from '../lo
 import { resolveScope, type ResolvedScope, type SupervisorScope } from '../intake/scope.js';
 import type { ConnectionState, StateChange, SupervisorProblem, VerdictRecord } from './types.js';
 import { SupervisorScopeError, SupervisorStoppedError } from '../intake/errors.js';
+import { ClusterRelease } from '../intake/clusterRelease.js';
+import { NodeCache } from '../intake/nodeCache.js';
 import { errorMessage } from '../errorMessage.js';
 import { scrubSecrets } from '../secrets.js';
 
@@ -61,6 +63,11 @@ export interface SupervisorRuntimeOptions {
    * it, time passes at the clock's pace (a source that delivers everything at once).
    */
   freshness?: Pick<FreshnessOptions, 'namespace' | 'settleMs' | 'maxSettleMs' | 'lagMemoryMs' | 'random'>;
+  /**
+   * The cluster's Nomad release ("1.6.3"), whose rules judge its allocations. Default: asked of the
+   * cluster (GET /v1/agent/self, else /v1/agent/members or /v1/nodes), again after every reconnect.
+   */
+  nomadVersion?: string;
 }
 
 export type { WaitForDeploymentOptions } from '../deployments/deploymentGates.js';
@@ -89,6 +96,8 @@ export class Supervisor implements ExecTarget {
   /** When time may pass for the machines: the settle window and the stream's progress. */
   private readonly freshness: FreshnessHorizon | undefined;
   private readonly jobs: JobCache;
+  /** The cluster's Nomad release, whose rules judge its allocations. */
+  private readonly release: ClusterRelease;
   private readonly scope: ResolvedScope;
   private readonly logger: Logger;
   private readonly evaluations = new Map<string, Promise<EvaluationOutcome>>();
@@ -117,6 +126,8 @@ export class Supervisor implements ExecTarget {
    */
   private caughtUp = true;
   private streamed = false;
+  /** The stream was lost since it last streamed: the next `streaming` is a reconnect. */
+  private lostStream = false;
 
   constructor(private readonly options: SupervisorRuntimeOptions) {
     const { nomad, clock, inspect } = options;
@@ -125,6 +136,12 @@ export class Supervisor implements ExecTarget {
     this.problems$ = this.problemSubject.asObservable();
     this.deployments$ = this.deploymentSubject.asObservable();
     this.jobs = new JobCache(nomad, { clock });
+    this.release = new ClusterRelease({
+      nomad,
+      logger: this.logger,
+      version: options.nomadVersion,
+      warn: (message) => this.report({ kind: 'nomad-version', message }),
+    });
     this.stoppedSignal = new Promise<never>((_, reject) => {
       this.rejectStopped = reject;
     });
@@ -144,6 +161,8 @@ export class Supervisor implements ExecTarget {
       registry: this.registry,
       jobs: this.jobs,
       scope: this.scope,
+      release: this.release,
+      nodes: new NodeCache(nomad),
       policy: options.policy,
       checks: this.checks,
       logger: this.logger,
@@ -161,6 +180,7 @@ export class Supervisor implements ExecTarget {
       unjudged: () => this.intake.unjudgedRecords(),
       undecided: (deploymentId) => this.intake.undecidedIn(deploymentId),
       caughtUp: () => this.caughtUp,
+      rules: () => this.release.rules,
     });
     this.intake.verdicts$.subscribe((record) => this.deployments.onVerdict(record));
     this.intake.unjudged$.subscribe((record) => this.deployments.onUnjudged(record));
@@ -305,6 +325,7 @@ export class Supervisor implements ExecTarget {
     this.subscription.unsubscribe();
     this.consulSubscription?.unsubscribe();
     this.checks.stop();
+    this.release.close();
     this.intake.stop();
     this.freshness?.close();
     this.runnerTrackers.clear();
@@ -357,6 +378,12 @@ export class Supervisor implements ExecTarget {
 
   private onConnection(input: Extract<SupervisorInput, { kind: 'connection' }>): void {
     this.freshness?.noteStreaming(input.state === 'streaming');
+    // A reconnect: the cluster may have been upgraded meanwhile.
+    if (input.state === 'backingOff') this.lostStream = true;
+    else if (input.state === 'streaming' && this.lostStream) {
+      this.lostStream = false;
+      void this.release.refresh();
+    }
     if (!this.streamed && input.state === 'streaming') {
       this.streamed = this.caughtUp = true;
       this.deployments.recheck();

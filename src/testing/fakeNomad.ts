@@ -29,7 +29,9 @@ import { FaultSwitches } from './nomad/faults.js';
 import { SeededRandom } from './nomad/ids.js';
 import { replayNow, replayOnClock, type ReplayHandle, type ReplayOptions } from './nomad/replay.js';
 import { matchRoute } from './nomad/routes.js';
-import { requestToken, sendJson, sendText, type FakeNomadVersion } from './nomad/wire.js';
+import { requestToken, sendJson, sendText } from './nomad/wire.js';
+import { fakeNomadFeatures, type FakeNomadFeatures, type FakeNomadVersion } from './nomad/versionFeatures.js';
+import { ClientDisconnects } from './nomad/disconnects.js';
 import { FakeNomadChecks } from './nomad/checks.js';
 import { ServerActivity } from './quiet.js';
 import { errorMessage } from '../errorMessage.js';
@@ -44,17 +46,24 @@ export interface FakeNomadTlsOptions {
   requestClientCert?: boolean;
 }
 
-export type { FakeNomadVersion };
+export type { FakeNomadFeatures, FakeNomadVersion };
 
 export interface FakeNomadOptions {
   /**
-   * Which Nomad's wire behaviour to play where versions differ (nomad-protocol §10). `1.1.2`
-   * (default): the recorded agent. `2.0`: `Authorization: Bearer` accepted (1.4+); the event stream
-   * close-delimited and never compressed, a refused subscription a 200 closed before its first byte;
-   * a purge published as JobDeregistered with `Deleted: true`; exec token and command errors as close
-   * frames after the upgrade (2.0.3+), and a session's end a TCP close with no close frame (1.8+).
+   * The Nomad release to play where releases differ (nomad-protocol §10, nomad/versionFeatures.ts),
+   * any of 1.1.0 … 2.0.x: `1.1.2` (default) is the recorded agent; `2.0` plays 2.0.5. It is the
+   * version /v1/agent/self reports, and from it: `namespace=*` on the stream (1.2+); ClientStatus
+   * `unknown` and `Reconnected` events for disconnected clients (1.3+, `fake.clients`); `Authorization:
+   * Bearer` (1.4+); Nomad's service checks at /v1/allocation/:id/checks (1.4+); an exec session's end a
+   * TCP close with no close frame (1.5.15/1.6.8/1.7.5/1.8+); a refused stream a 403 (1.10+), then
+   * (1.11.2+) the stream close-delimited and never compressed and a refused one a 200 closed before its
+   * first byte; system jobs with the default update strategy and deployments (1.11+); a purge
+   * published as JobDeregistered with `Deleted: true` (2.0+); exec token and command errors as close
+   * frames after the upgrade (2.0.3+).
    */
   version?: FakeNomadVersion;
+  /** ACL capabilities the token lacks (requests that need them are refused "Permission denied"), ACLs on or not. */
+  deny?: readonly ('agent:read' | 'node:read')[];
   clock?: Clock;
   tls?: FakeNomadTlsOptions;
   /** When set, ACLs are on: requests need this X-Nomad-Token (403 otherwise). */
@@ -83,13 +92,24 @@ export interface FakeNomadOptions {
   drivers?: readonly string[];
 }
 
+/** The ACL capability a path needs, of those FakeNomad can be told the token lacks. */
+function capabilityOf(path: string): 'agent:read' | 'node:read' | undefined {
+  if (path === '/v1/agent/self') return 'agent:read';
+  if (path === '/v1/agent/members' || path === '/v1/nodes' || path.startsWith('/v1/node/')) return 'node:read';
+  return undefined;
+}
+
 /** GET /v1/allocation/:id/checks and the client path the Go API uses (Nomad 1.4+). */
 const NOMAD_CHECKS_PATH = /^\/v1\/(?:client\/)?allocation\/([^/]+)\/checks$/;
 
 export class FakeNomad {
   readonly cluster: ClusterState;
-  /** Nomad's own service check results (provider = "nomad"), served in version '2.0' only. */
+  /** Nomad's own service check results (provider = "nomad"), served from version 1.4. */
   readonly checks: FakeNomadChecks;
+  /** What the release played serves differently. */
+  readonly features: FakeNomadFeatures;
+  /** Clients that stop heartbeating and come back (ClientStatus unknown, Nomad 1.3+). */
+  readonly clients: ClientDisconnects;
   readonly faults = new FaultSwitches();
   readonly broker: EventBroker;
   /**
@@ -118,10 +138,12 @@ export class FakeNomad {
     const random = new SeededRandom(options.seed ?? 1);
     this.random = random;
     this.broker = new EventBroker(options.eventBufferSize ?? 100);
+    this.features = fakeNomadFeatures(options.version);
     this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
-    this.cluster.publishPurges = options.version === '2.0';
+    this.cluster.features = this.features;
     if (options.drivers !== undefined) this.cluster.nodeDrivers = [...options.drivers];
     this.checks = new FakeNomadChecks(this.cluster, clock);
+    this.clients = new ClientDisconnects(this.cluster, clock, this.features);
     this.blocking = { clock, random, onChange: (listener) => this.cluster.onChange(listener) };
   }
 
@@ -209,6 +231,7 @@ export class FakeNomad {
   /** Closes every socket, ends streams, stops replays, kills exec'd commands and clears the fake's timers. */
   async close(): Promise<void> {
     this.acting?.stop();
+    this.clients.stop();
     for (const replay of [...this.replays]) replay.stop();
     await this.exec?.close();
     if (this.execRoot !== undefined) rmSync(this.execRoot, { recursive: true, force: true });
@@ -239,7 +262,7 @@ export class FakeNomad {
       lookup: clusterExecTargets(this.cluster, root),
       ...(options?.env === undefined ? {} : { env: options.env }),
       ...(this.options.token === undefined ? {} : { token: this.options.token }),
-      version: this.options.version ?? '1.1.2',
+      features: this.features,
     });
   }
 
@@ -273,22 +296,22 @@ export class FakeNomad {
       for (const [name, value] of Object.entries(failure.headers)) res.setHeader(name, value);
       throw new NomadApiError(failure.status, failure.body);
     }
-    const v2 = this.options.version === '2.0';
-    // Nomad 2.x checks the token after taking over the stream's connection: see below.
-    if (!(v2 && url.pathname === '/v1/event/stream')) this.checkToken(req, url.pathname);
+    const hijacked = this.features.hijackedEventStream;
+    // From 1.11.2 Nomad checks the token after taking over the stream's connection: see below.
+    if (!(hijacked && url.pathname === '/v1/event/stream')) this.checkToken(req, url.pathname);
     if (url.pathname === '/v1/event/stream') {
       if (method !== 'GET') throw new NomadApiError(405, 'Invalid method');
-      const request = parseStreamRequest(url.searchParams, this.options.namespaceWildcard === true);
-      if (v2 && this.tokenRefusal(req, url.pathname) !== undefined) {
+      const request = parseStreamRequest(url.searchParams, this.options.namespaceWildcard ?? this.features.namespaceWildcard);
+      if (hijacked && this.tokenRefusal(req, url.pathname) !== undefined) {
         refuseAfterHead(res);
         return;
       }
-      const session = new EventStreamSession(req, res, request, this.broker, this.clock, this.faults.takeStreamPlan(), (s) => this.streams.delete(s), v2);
+      const session = new EventStreamSession(req, res, request, this.broker, this.clock, this.faults.takeStreamPlan(), (s) => this.streams.delete(s), hijacked);
       this.streams.add(session);
       session.start();
       return;
     }
-    const checks = v2 ? NOMAD_CHECKS_PATH.exec(url.pathname) : null;
+    const checks = this.features.nomadServiceChecks ? NOMAD_CHECKS_PATH.exec(url.pathname) : null;
     if (checks !== null && method === 'GET') {
       const allocId = decodeURIComponent(checks[1]!);
       const results = this.checks.results(allocId);
@@ -308,10 +331,13 @@ export class FakeNomad {
   }
 
   private tokenRefusal(req: IncomingMessage, path: string): NomadApiError | undefined {
-    if (this.options.token === undefined || path === '/v1/status/leader') return undefined;
-    const token = requestToken(req, this.options.version === '2.0');
-    if (token === this.options.token) return undefined;
-    if (token === undefined || token === '') return new NomadApiError(path === '/v1/event/stream' ? 500 : 403, 'Permission denied');
+    if (path === '/v1/status/leader') return undefined;
+    const lacking = this.options.deny?.find((capability) => capabilityOf(path) === capability);
+    if (this.options.token === undefined) return lacking === undefined ? undefined : new NomadApiError(403, 'Permission denied');
+    const token = requestToken(req, this.features.bearerToken);
+    if (token === this.options.token) return lacking === undefined ? undefined : new NomadApiError(403, 'Permission denied');
+    const streamStatus = path === '/v1/event/stream' && !this.features.eventStreamForbidden ? 500 : 403;
+    if (token === undefined || token === '') return new NomadApiError(streamStatus, 'Permission denied');
     return new NomadApiError(403, 'ACL token not found');
   }
 }

@@ -7,7 +7,7 @@ import type { LogFields, LogSink } from '../../src/logger.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import type { SupervisorProblem, VerdictRecord } from '../../src/supervisor/types.js';
 import { FakeConsul } from '../../src/testing/fakeConsul.js';
-import { FakeNomad } from '../../src/testing/fakeNomad.js';
+import { FakeNomad, type FakeNomadVersion } from '../../src/testing/fakeNomad.js';
 import { serviceJob } from '../testing/helpers.js';
 import { flush } from '../supervisor/support/harness.js';
 
@@ -30,11 +30,13 @@ export interface ConsulHarnessOptions {
   clientToken?: string;
   /** Give the supervisor no Consul at all. */
   withoutConsul?: boolean;
+  /** The Nomad release FakeNomad plays (default 2.0: today's check rules). */
+  nomadVersion?: FakeNomadVersion;
 }
 
 export async function startConsulHarness(start: number, options: ConsulHarnessOptions = {}): Promise<ConsulHarness> {
   const clock = new VirtualClock({ start });
-  const nomad = await FakeNomad.start({ clock });
+  const nomad = await FakeNomad.start({ clock, version: options.nomadVersion ?? '2.0' });
   const consul = await FakeConsul.start({ clock, ...(options.token === undefined ? {} : { token: options.token }) });
   const clientToken = options.clientToken ?? options.token;
   // No gzip: every answer is plain socket I/O that `flush` lets through.

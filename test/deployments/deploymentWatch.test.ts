@@ -8,6 +8,7 @@ import type { Deployment, DeploymentState, Job } from '../../src/nomad/types.js'
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import { DeploymentGates } from '../../src/deployments/deploymentGates.js';
 import { silentLogger } from '../../src/logger.js';
+import { nomadRulesFor } from '../../machines/nomadRules.js';
 
 function group(fields: Partial<DeploymentState> = {}): DeploymentState {
   return {
@@ -100,6 +101,23 @@ describe('DeploymentWatch', () => {
     const auto = new DeploymentWatch('web', 'default', 0);
     auto.onDeployment(deployment(13, 'running', 'Deployment is running pending automatic promotion', canaries(2, { AutoPromote: true })));
     expect(auto.ended).toBe(false);
+  });
+
+  test('groups mixing auto_promote and manual canaries wait for a person (deployment_watcher.go autoPromoteDeployment); a rolling group without auto_promote too, before 1.1.13 / 1.2.7 / 1.3.0', () => {
+    const ended = (groups: Record<string, DeploymentState>, version: string): boolean => {
+      const watch = new DeploymentWatch('web', 'default', 0, { rules: () => nomadRulesFor(version).rules });
+      watch.onDeployment(deployment(13, 'running', 'Deployment is running', groups));
+      return watch.ended && watch.result(0)?.ok === true && (watch.result(0) as { awaitingPromotion?: true }).awaitingPromotion === true;
+    };
+    const auto = group({ DesiredCanaries: 1, HealthyAllocs: 1, AutoPromote: true });
+    const manual = group({ DesiredCanaries: 1, HealthyAllocs: 1 });
+    const rolling = group({ DesiredCanaries: 0, HealthyAllocs: 0 });
+    for (const version of ['1.1.2', '1.10.5']) expect(ended({ api: auto, web: manual }, version)).toBe(true);
+    expect(ended({ api: auto, web: rolling }, '1.10.5')).toBe(false);
+    expect(ended({ api: auto, web: rolling }, '1.1.2')).toBe(true);
+    expect(ended({ api: auto, web: auto }, '1.1.2')).toBe(false);
+    // A canary not yet healthy: nothing to promote yet.
+    expect(ended({ api: auto, web: { ...manual, HealthyAllocs: 0 } }, '1.10.5')).toBe(false);
   });
 
   test('other jobs, versions, namespaces and stale or older deployments are ignored', () => {

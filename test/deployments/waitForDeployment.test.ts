@@ -5,7 +5,7 @@
  */
 import type { DeploymentResult } from '../../src/supervisor/index.js';
 import { serviceJob } from '../testing/helpers.js';
-import { SETTLE_MS, driveTo, startHarness, type Harness } from '../supervisor/support/harness.js';
+import { SETTLE_MS, driveTo, notRunningByDeadline, startHarness, type Harness } from '../supervisor/support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 18);
 
@@ -82,7 +82,7 @@ describe('waitForDeployment() over a scripted cluster', () => {
     expect(settled.result).toBeUndefined();
     // The second never runs: unhealthy at its healthy_deadline (20 s), said once the window has passed.
     await driveTo(harness.clock, START + 21_000 + SETTLE_MS);
-    expect(settled.result).toMatchObject({ ok: false, rule: 'nomad', unhealthy: [{ allocId: second!.ID, reasons: { main: 'Task not running by healthy_deadline of 20s' } }] });
+    expect(settled.result).toMatchObject({ ok: false, rule: 'nomad', unhealthy: [{ allocId: second!.ID, reasons: { main: notRunningByDeadline('1.1.2', 20_000) } }] });
   });
 
   test('failFast: the first failure ends it at once, whatever Nomad does next', async () => {

@@ -9,6 +9,7 @@ import { HealthPolicyError, allocationView, durationMs, healthPolicyFor, parseNa
 import { isHeartbeatLine, readStreamRecording } from '../../src/testing/recording.js';
 import { parseNomadJson } from '../../src/nomad/json.js';
 import type { Allocation, EventFrame, Job, TaskGroup } from '../../src/nomad/types.js';
+import { NEWEST_NOMAD_RULES } from '../../machines/nomadRules.js';
 
 const FIXTURES = join(process.cwd(), 'test', 'fixtures', 'nomad-1.1.2');
 const recordedJob = (scenario: string): Job =>
@@ -31,6 +32,8 @@ describe('healthPolicyFor (health_hook.go)', () => {
         useChecks: false,
         expectedChecks: [],
         completedTasksAreHealthy: false,
+        rules: NEWEST_NOMAD_RULES,
+        lostAfterMs: null,
       },
     });
   });

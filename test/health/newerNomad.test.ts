@@ -1,12 +1,14 @@
 /**
  * Health semantics against newer Nomads (nomad-protocol §10): ClientStatus `unknown` (1.3+, a
  * disconnected client) is neither bad input nor a failure (client/allochealth/tracker.go fails an
- * allocation only on ClientStatus `failed`), and a system job gets the default update strategy in
- * a deployment (1.11+), judged as a service job's.
+ * allocation only on ClientStatus `failed`): its client's tracker goes on, so nothing time alone
+ * decides is said until the client reports again; a system job gets the default update strategy in
+ * a deployment (1.11+), judged as a service job's, and is not watched before.
  */
 import { allocationView, healthPolicyFor } from '../../src/health/index.js';
 import type { Allocation, Job, TaskGroup } from '../../src/nomad/types.js';
 import { T0, harness, policy, running, task, view } from './support/builders.js';
+import { nomadRulesFor } from '../../machines/nomadRules.js';
 
 const group: TaskGroup = { Name: 'app', Tasks: [{ Name: 'web' }] } as TaskGroup;
 
@@ -22,24 +24,34 @@ describe('ClientStatus unknown (disconnected client, Nomad 1.3+)', () => {
     expect(seen.tasks.web).toMatchObject({ state: 'running', failed: false });
   });
 
-  it('does not fail the allocation or reset min_healthy_time: healthy on time from the task states', () => {
+  it('holds what time alone would decide: disconnected, no verdict at min_healthy_time; healthy once the client reports again', () => {
     const { clock, registry, changes } = harness();
     registry.track('a', policy(), view({ web: running(T0) }));
     clock.advance(1000);
     registry.updateAllocation('a', view({ web: running(T0) }, { clientStatus: 'unknown' }));
-    clock.advance(1000);
+    expect(registry.status('a')?.state).toBe('disconnected');
+    expect(registry.machine('a')?.context.disconnectedAt).toBe(T0 + 1000);
+    clock.advance(60_000);
+    expect(changes.filter((c) => c.type === 'outcome')).toEqual([]);
+    // Its client ran the task all along: healthy at the time its data gives.
+    registry.updateAllocation('a', view({ web: running(T0) }));
     expect(changes.at(-1)).toEqual({ type: 'outcome', allocationId: 'a', outcome: { healthy: true, at: T0 + 2000, reasons: {} } });
   });
 
-  it('with tasks not running, the deadline still decides, with the tasks explained', () => {
+  it('with tasks not running, the deadline waits too; a task that failed meanwhile decides when the client reports it', () => {
     const { clock, registry, changes } = harness();
     registry.track('a', policy(), view({ web: task() }, { clientStatus: 'unknown' }));
-    clock.advance(4999);
+    clock.advance(60_000);
     expect(changes.filter((c) => c.type === 'outcome')).toEqual([]);
-    clock.advance(1);
-    const outcome = changes.find((c) => c.type === 'outcome');
-    expect(outcome).toMatchObject({ outcome: { healthy: false, at: T0 + 5000 } });
-    expect(JSON.stringify(outcome)).toMatch(/Task not running by healthy_deadline/);
+    registry.updateAllocation('a', view({ web: task({ state: 'dead', failed: true, finishedAt: T0 + 3000 }) }, { clientStatus: 'failed' }));
+    expect(changes.at(-1)).toMatchObject({ type: 'outcome', outcome: { healthy: false, at: T0 + 3000, reasons: { web: 'Unhealthy because of failed task' } } });
+  });
+
+  it('a stop the server writes while the client is away still ends it (stopped)', () => {
+    const { registry } = harness();
+    registry.track('a', policy(), view({ web: running(T0) }, { clientStatus: 'unknown' }));
+    registry.updateAllocation('a', view({ web: running(T0) }, { clientStatus: 'lost', desiredStatus: 'stop' }));
+    expect(registry.status('a')).toMatchObject({ state: 'stopped', outcome: { stopped: true } });
   });
 });
 
@@ -59,7 +71,15 @@ describe('system jobs in a deployment (Nomad 1.11+)', () => {
     });
   });
 
-  it('without an update block (Nomad before 1.11), or max_parallel 0, are not', () => {
+  it('on Nomad before 1.11 are not watched at all (the health hook is a no-op for them)', () => {
+    expect(healthPolicyFor(systemJob(defaults as TaskGroup['Update']), 'app', { deployment: true, rules: nomadRulesFor('1.10.5').rules })).toEqual({
+      watched: false,
+      reason: 'Nomad 1.10.5 does not watch system jobs (Nomad does from 1.11)',
+    });
+    expect(healthPolicyFor(systemJob(null), 'app', { deployment: false, migration: true, rules: nomadRulesFor('1.6.3').rules })).toMatchObject({ watched: false });
+  });
+
+  it('without an update block, or max_parallel 0, are not', () => {
     expect(healthPolicyFor(systemJob(null), 'app', { deployment: true })).toMatchObject({ watched: false });
     expect(healthPolicyFor(systemJob({ ...defaults, MaxParallel: 0 } as TaskGroup['Update']), 'app', { deployment: true })).toMatchObject({ watched: false });
   });

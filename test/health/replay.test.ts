@@ -1,8 +1,10 @@
 /**
  * Replay against reality: every allocation of every recorded Nomad 1.1.2 scenario, fed with Nomad's
  * own answer stripped, must reach the verdict of the fixtures README table "Verdicts Warden must
- * reach". Expectations are derived from expected.json (what Nomad 1.1.2 concluded) and the three
- * documented differences between 1.1.2 and today's tracker, never typed in per allocation.
+ * reach": judged by Nomad 1.1.2's own rules (the recordings' release), the verdict Nomad 1.1.2
+ * recorded, less Warden's deliberate differences; judged by today's rules, 1.1.2's answer translated
+ * by the documented changes since. Expectations are derived from expected.json (what Nomad 1.1.2
+ * concluded) and those rules, never typed in per allocation.
  */
 import { durationMs, parseNomadTime, type HealthOutcome, type OptInHealthPolicy } from '../../src/health/index.js';
 import type { HealthUndetermined } from '../../machines/allocationHealthTypes.js';
@@ -97,6 +99,42 @@ function expectationFor(replay: Replay, allocation: ExpectedAllocation): Expecta
   return { kind: 'verdict', healthy: false, reasons, at: nomadAt, toleranceMs: 100, why: 'failure' };
 }
 
+/**
+ * Nomad 1.1.2's answer as Warden judging by 1.1.2's rules gives it: the same verdict, at the same
+ * time, with Nomad's words, less its two deliberate differences (README "Deliberate differences"):
+ * a stopped allocation has no verdict; a running task that had run long enough by the real
+ * deadline is not blamed (Nomad compares with a deadline it never set), and the poststart task whose
+ * successful exit failed the allocation is named, as Nomad names no lifecycle task.
+ */
+function expectationBy112(replay: Replay, allocation: ExpectedAllocation): Expectation {
+  if (allocation.verdict === 'none') return { kind: 'none' };
+  if (allocation.verdict === 'unhealthy' && allocation.AllocUnhealthyEvents.length === 0 && allocation.DesiredStatus === 'stop') return { kind: 'stopped' };
+  const nomadAt = ms(allocation.DeploymentStatus?.Timestamp as string);
+  if (allocation.verdict === 'healthy') return { kind: 'verdict', healthy: true, reasons: {}, at: nomadAt, toleranceMs: 100, why: "Nomad's healthy Timestamp" };
+  const group = groupOf(replay, allocation);
+  const update = group.Update as NonNullable<TaskGroup['Update']>;
+  const minHealthyMs = durationMs(update.MinHealthyTime) as number;
+  const received = Math.min(...Object.values(allocation.TaskStates_extra).flatMap((state) => state.Events.filter((e) => e.Type === 'Received').map((e) => nanosToMs(e.Time))));
+  const deadline = received + (durationMs(update.HealthyDeadline) as number);
+  const reasons: Record<string, string> = {};
+  for (const event of allocation.AllocUnhealthyEvents) {
+    const state = allocation.TaskStates_extra[event.Task] as ExpectedTaskState;
+    // With its Received events capped away, when the deadline came is unknown: Nomad's words stand.
+    const ranLongEnough = Number.isFinite(deadline) && event.DisplayMessage.startsWith('Task not running for min_healthy_time') && ms(state.StartedAt as string) + minHealthyMs <= deadline;
+    if (!ranLongEnough) reasons[event.Task] = event.DisplayMessage;
+  }
+  for (const task of group.Tasks) {
+    const state = allocation.TaskStates_extra[task.Name] as ExpectedTaskState;
+    if (task.Lifecycle?.Hook === 'poststart' && !task.Lifecycle.Sidecar && state.State === 'dead' && !state.Failed) reasons[task.Name] = 'Unhealthy because of dead task';
+  }
+  const deadlinePassed = allocation.AllocUnhealthyEvents.some((event) => event.DisplayMessage === 'Task not running by deadline');
+  if (deadlinePassed) {
+    const at = nanosToMs((allocation.AllocUnhealthyEvents[0] as ExpectedAllocation['AllocUnhealthyEvents'][number]).Time);
+    return { kind: 'verdict', healthy: false, reasons, at, toleranceMs: 500, why: 'healthy_deadline' };
+  }
+  return { kind: 'verdict', healthy: false, reasons, at: nomadAt, toleranceMs: 100, why: 'failure' };
+}
+
 function expectOutcome(outcome: HealthOutcome | HealthUndetermined | undefined, expectation: Expectation): void {
   switch (expectation.kind) {
     case 'none':
@@ -135,10 +173,22 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     }
   });
 
-  it.each(scenarios)('%s: judging that starts late, at any line of the stream, reaches the same verdicts at the same times', (name) => {
+  it.each(scenarios)('%s: judged by Nomad 1.1.2\'s own rules, every allocation reaches the verdict Nomad 1.1.2 recorded', (name) => {
+    const replay = replayScenario(name, { release: '1.1.2' });
+    const expected = (replay.scenario.expected as unknown as { allocations: ExpectedAllocation[] }).allocations;
+    expect([...replay.allocations.keys()].sort()).toEqual(expected.map((allocation) => allocation.ID).sort());
+    for (const allocation of expected) {
+      const replayed = replay.allocations.get(allocation.ID);
+      expectOutcome(replayed?.outcome, expectationBy112(replay, allocation));
+      expect(replayed?.problems).toEqual([]);
+    }
+  });
+
+  it.each(scenarios.flatMap((name) => [[name, 'today'], [name, '1.1.2']] as const))('%s: judging that starts late, at any line of the stream, reaches the same verdicts at the same times (rules: %s)', (name, rules) => {
+    const release = rules === 'today' ? undefined : rules;
     // With Nomad's answer in the input: where a late start's kept history cannot decide (the 10-event
     // cap), Nomad's recorded verdict is the history (live/restart_after_healthy, live/deadline_while_restarting).
-    const watched = replayScenario(name, { keepNomadVerdict: true });
+    const watched = replayScenario(name, { keepNomadVerdict: true, release });
     const full = Object.fromEntries([...watched.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
     // Not its own judgement then: the verdict Nomad recorded, at its Timestamp, its reasons as far as its events still hold them.
     const asNomadRecorded = (judged: Record<string, unknown>) =>
@@ -154,7 +204,7 @@ describe('replay of the Nomad 1.1.2 recordings (Nomad verdicts stripped from the
     const starts = [...new Set(watched.scenario.stream.filter((line) => !isHeartbeatLine(line)).map((line) => line.t))];
     let recorded = 0;
     for (const startAt of starts) {
-      const late = replayScenario(name, { startAt, keepNomadVerdict: true });
+      const late = replayScenario(name, { startAt, keepNomadVerdict: true, release });
       const judged = Object.fromEntries([...late.allocations].map(([id, allocation]) => [id, allocation.outcome ?? allocation.unwatched]));
       recorded += Object.values(judged).filter((outcome) => typeof outcome === 'object' && 'basis' in outcome).length;
       expect({ startAt, judged: asNomadRecorded(judged) }).toEqual({ startAt, judged: full });

@@ -91,14 +91,29 @@ describe('tasks (tracker.go watchTaskEvents)', () => {
   it('a failed prestart task fails the allocation', () => {
     const { registry } = harness();
     registry.track('a', policy(), view({ init: exited(T0, T0 + 10, { hook: 'prestart', failed: true }), main: task() }));
-    expect(registry.status('a')?.outcome).toEqual({ healthy: false, at: T0 + 10, reasons: { init: 'Unhealthy because of failed task' } });
+    // TaskEvents explains every task: the main task, still pending, too.
+    expect(registry.status('a')?.outcome).toEqual({
+      healthy: false,
+      at: T0 + 10,
+      reasons: { init: 'Unhealthy because of failed task', main: 'Task not running by healthy_deadline of 5s' },
+    });
   });
 
-  it('a poststop task is not evaluated: pending, it neither blocks health nor gets a reason', () => {
+  it('a poststop task is not evaluated: pending, it does not block health', () => {
     const { clock, registry } = harness();
     registry.track('a', policy(), view({ main: running(T0), cleanup: task({ hook: 'poststop' }) }));
     clock.advanceTo(T0 + 2000);
     expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 2000, reasons: {} });
+  });
+
+  it('an unhealthy verdict explains a pending poststop task too, as TaskEvents does', () => {
+    const { registry } = harness();
+    registry.track('a', policy(), view({ main: exited(T0, T0 + 100, { failed: true }), cleanup: task({ hook: 'poststop' }) }));
+    expect(registry.status('a')?.outcome).toEqual({
+      healthy: false,
+      at: T0 + 100,
+      reasons: { main: 'Unhealthy because of failed task', cleanup: 'Task not running by healthy_deadline of 5s' },
+    });
   });
 
   it('ClientStatus failed without a failed task: unhealthy with no per-task reason', () => {
@@ -268,18 +283,19 @@ describe('service checks (tracker.go watchConsulEvents, evaluateConsulChecks)', 
     expect(registry.status('a')?.state).toBe(counts ? 'healthy' : 'running');
   });
 
-  it('a task going unhealthy resets check health: the checks must prove themselves again', () => {
+  it('a task restart does not reset the checks\' timer: it fires every min_healthy_time, healthy at the first firing with the tasks healthy', () => {
     const { clock, registry } = harness();
     registry.track('a', checked, view({ web: running(T0) }), [passing('alive'), passing('ready')]);
     clock.advance(1000);
     registry.updateAllocation('a', view({ web: task({ restarts: 1 }) }));
     clock.advance(10);
     registry.updateAllocation('a', view({ web: running(T0 + 900, { restarts: 1 }) }));
-    clock.advanceTo(T0 + 2900);
-    // Tasks are ready at 2900, but the checks' window restarted at the reset (T0 + 1010).
+    // The checks pass since T0: their timer fires at T0 + 2000 (tasks not healthy), then T0 + 4000;
+    // the tasks are healthy from T0 + 2900.
+    clock.advanceTo(T0 + 3999);
     expect(registry.status('a')?.state).toBe('minHealthyWait');
-    clock.advanceTo(T0 + 3010);
-    expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 3010, reasons: {} });
+    clock.advanceTo(T0 + 4000);
+    expect(registry.status('a')?.outcome).toEqual({ healthy: true, at: T0 + 4000, reasons: {} });
   });
 
   it('health_check = checks with no checks in the group judges the tasks only', () => {

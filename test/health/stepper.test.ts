@@ -13,6 +13,7 @@ import type { AllocationHealthEvent, AllocationHealthInput, AllocationView, Chec
 import { FlatMachineStepper, MachineStepper, UnsupportedMachineError, compileFlatMachine, type HealthMachineState } from '../../src/health/machineStepper.js';
 import type { AllocationHealthSnapshot } from '../../src/health/index.js';
 import { T0, check, policy } from './support/builders.js';
+import { nomadRulesFor } from '../../machines/nomadRules.js';
 
 const inputs: AllocationHealthInput[] = [
   { policy: policy(), now: T0 },
@@ -50,13 +51,19 @@ const taskView: fc.Arbitrary<TaskView> = fc.record({
 });
 
 const view: fc.Arbitrary<AllocationView> = fc.record({
-  clientStatus: fc.constantFrom('pending', 'running', 'running', 'failed', 'complete'),
+  clientStatus: fc.constantFrom('pending', 'running', 'running', 'failed', 'complete', 'unknown', 'lost'),
   desiredStatus: fc.constantFrom('run', 'run', 'run', 'stop', 'evict'),
   tasks: fc.dictionary(fc.constantFrom(...TASKS), taskView, { minKeys: 1, maxKeys: 3 }),
 });
 
 const checks: fc.Arbitrary<CheckView[]> = fc.array(
-  fc.record({ task: fc.constantFrom('main', 'side', ''), service: fc.constantFrom('web', 'api'), name: fc.constantFrom('alive', 'ready'), status: fc.constantFrom('passing', 'passing', 'warning', 'critical') }),
+  fc.record({
+    task: fc.constantFrom('main', 'side', ''),
+    service: fc.constantFrom('web', 'api'),
+    name: fc.constantFrom('alive', 'ready'),
+    status: fc.constantFrom('passing', 'passing', 'warning', 'critical'),
+    sidecar: fc.constantFrom(false, false, true),
+  }),
   { maxLength: 3 },
 );
 
@@ -66,8 +73,14 @@ const healthPolicy: fc.Arbitrary<HealthPolicy> = fc.record({
   useChecks: fc.boolean(),
   withChecks: fc.boolean(),
   completedTasksAreHealthy: fc.boolean(),
-}).map(({ withChecks, ...rest }) =>
-  policy({ ...rest, expectedChecks: withChecks ? [check('alive', { task: 'main' }), check('ready', { task: '', service: 'api', onUpdate: 'ignore_warnings' })] : [] }),
+  // Releases on either side of each rule that changes the machine's judging.
+  release: fc.constantFrom('1.1.2', '1.3.2', '1.4.5', '1.5.12', '1.6.0', '2.0.5'),
+}).map(({ withChecks, release, ...rest }) =>
+  policy({
+    ...rest,
+    rules: nomadRulesFor(release).rules,
+    expectedChecks: withChecks ? [check('alive', { task: 'main' }), check('ready', { task: '', service: 'api', onUpdate: 'ignore_warnings' })] : [],
+  }),
 );
 
 /** An observation: a view, checks, both, time alone, or something malformed (which the machine records as rejected). */
@@ -115,7 +128,7 @@ describe('MachineStepper.step', () => {
       { numRuns: 2_000 },
     );
     // Not vacuous: the sequences take the machine everywhere.
-    expect([...reached].sort()).toEqual(['healthy', 'minHealthyWait', 'pending', 'running', 'stopped', 'unhealthy']);
+    expect([...reached].sort()).toEqual(['disconnected', 'healthy', 'minHealthyWait', 'pending', 'running', 'stopped', 'unhealthy']);
   });
 
   test('a decided machine takes no more steps: the same stored state comes back', () => {

@@ -100,14 +100,14 @@ describe.each([
   });
 });
 
-test('the health chart: pending, running, minHealthyWait in a box, one arrow from the box to each verdict state, with every guard on it', async () => {
+test('the health chart: pending, running, minHealthyWait, disconnected in a box, one arrow from the box to each verdict state, with every guard on it', async () => {
   const chart = await stateChart(allocationHealthMachine);
   const { boxes } = drawn(chart.svg);
   const y = (state: string): number => boxes.get(state)!.y;
   expect(y('pending')).toBeLessThan(y('running'));
   expect(y('running')).toBeLessThan(y('minHealthyWait'));
   expect(y('minHealthyWait')).toBeLessThan(y('healthy'));
-  expect(chart.group).toEqual(['pending', 'running', 'minHealthyWait']);
+  expect(chart.group).toEqual(['pending', 'running', 'minHealthyWait', 'disconnected']);
   const grouped = chart.arrows.filter((arrow) => arrow.grouped);
   expect(grouped.map((arrow) => [arrow.to, arrow.lines])).toEqual([
     ['healthy', ['healthyDue']],

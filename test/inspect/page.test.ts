@@ -87,7 +87,7 @@ describeWithBrowser('the inspector page in chromium', () => {
       expect(await page.locator('.alloc.selected').getAttribute('data-id')).toBe(unhealthy);
       // The chart: unhealthy is the current state; the grouped arrow into it (from minHealthyWait among others) is lit, with its label.
       expect(await page.locator('svg.chart .node.current').getAttribute('data-state')).toBe('unhealthy');
-      expect(await page.locator('svg.chart .edge.taken').getAttribute('data-from')).toBe('pending running minHealthyWait');
+      expect(await page.locator('svg.chart .edge.taken').getAttribute('data-from')).toBe('pending running minHealthyWait disconnected');
       expect(await texts(page, 'svg.chart .label.taken text')).toEqual(['taskFailed', 'allocFailed', 'deadlinePassed']);
       // The chart is drawn at its own size: labels 12 px, states 14 px.
       const scale = await page.locator('svg.chart').evaluate((svg) => svg.getBoundingClientRect().width / (svg as SVGSVGElement).viewBox.baseVal.width);
@@ -180,7 +180,7 @@ describeWithBrowser('the inspector page, live', () => {
       await driveTo(fixture.inspected.clock, PAGE_START + 40_000);
       await page.waitForFunction(() => document.querySelector('#verdict')?.textContent?.startsWith('Healthy at 18:00:34.000 UTC'));
       await page.waitForFunction(() => document.querySelector('.timeline > .step:last-child')?.textContent?.includes('min_healthy_time of 30s passed'));
-      expect(await page.locator('svg.chart .edge.taken').getAttribute('data-from')).toBe('pending running minHealthyWait');
+      expect(await page.locator('svg.chart .edge.taken').getAttribute('data-from')).toBe('pending running minHealthyWait disconnected');
       expect(await page.locator('svg.chart .edge.taken').getAttribute('data-to')).toBe('healthy');
       expect(await page.locator(`.alloc[data-id="${fixture.api}"] .badge`).textContent()).toBe('healthy');
 

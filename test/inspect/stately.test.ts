@@ -38,7 +38,7 @@ test('Stately\'s inspector is told of each allocation machine, with its definiti
       const definition = JSON.parse((actor as { definition: string }).definition) as { id: string; initial: string; states: Record<string, unknown> };
       expect(definition).toMatchObject({ id: 'allocationHealth', initial: 'pending' });
       // (Stately's serialiser sorts keys.)
-      expect(Object.keys(definition.states).sort()).toEqual(['healthy', 'minHealthyWait', 'pending', 'running', 'stopped', 'unhealthy']);
+      expect(Object.keys(definition.states).sort()).toEqual(['disconnected', 'healthy', 'minHealthyWait', 'pending', 'running', 'stopped', 'unhealthy']);
       const snapshots = own.filter((event) => event.type === '@xstate.snapshot').map((event) => event.snapshot as unknown as { value: string; status: string });
       expect(snapshots[0]).toMatchObject({ value: 'pending', status: 'active' });
       expect(snapshots.at(-1)).toMatchObject({ value: 'healthy', status: 'done' });

@@ -13,6 +13,7 @@ import { resolveScope } from '../../src/intake/scope.js';
 import { silentLogger } from '../../src/logger.js';
 import type { VerdictRecord } from '../../src/supervisor/types.js';
 import { serviceJob } from '../testing/helpers.js';
+import { NEWEST_NOMAD_RULES } from '../../machines/nomadRules.js';
 
 const START = Date.UTC(2026, 10, 29, 21);
 const nanos = (ms: number): bigint => BigInt(ms) * 1_000_000n;
@@ -46,6 +47,8 @@ function intakeWith(source: JobSource, historySize = 100) {
     registry,
     jobs: new JobCache(source, { clock, failureTtlMs: 30_000 }),
     scope: resolveScope(),
+    release: { rules: NEWEST_NOMAD_RULES, whenKnown: () => Promise.resolve(NEWEST_NOMAD_RULES) },
+    nodes: { cached: () => undefined, read: () => Promise.resolve({ problem: 'no node reads here' }) },
     checks,
     logger: silentLogger,
     historySize,

@@ -148,12 +148,12 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
       expect(outcomeOf(late.verdicts, alloc.ID)).toEqual({
         healthy: false,
         at: decidedAt,
-        reasons: { main: 'Task not running for min_healthy_time of 2s by healthy_deadline of 20s' },
+        reasons: { main: 'Task not running for min_healthy_time of 2s by deadline' },
         basis: 'nomad',
       });
       fake.cluster.setDeploymentStatus(deploymentId, 'failed', 'Failed due to unhealthy allocations');
       const result = await late.supervisor.waitForDeployment('web', { version: 0 });
-      expect(result).toMatchObject({ ok: false, unhealthy: [expect.objectContaining({ allocId: alloc.ID, reasons: { main: 'Task not running for min_healthy_time of 2s by healthy_deadline of 20s' } })] });
+      expect(result).toMatchObject({ ok: false, unhealthy: [expect.objectContaining({ allocId: alloc.ID, reasons: { main: 'Task not running for min_healthy_time of 2s by deadline' } })] });
     } finally {
       await late.supervisor.stop();
     }
@@ -189,7 +189,8 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
     });
     const decidedAt = clock.now();
     await driveTo(clock, decidedAt + 1_500);
-    const reasons = { main: 'Task not running by healthy_deadline of 20s' };
+    // FakeNomad plays 1.1.2 by default: Nomad 1.1.2's words.
+    const reasons = { main: 'Task not running by deadline' };
     expect(outcomeOf(harness.verdicts, alloc.ID)).toEqual({ healthy: false, at: START + 20_100, reasons });
     expect(fake.cluster.allocation(alloc.ID)?.TaskStates?.main?.Events?.some((event) => event.Type === 'Received')).toBe(false);
     const late = lateSupervisor(harness);

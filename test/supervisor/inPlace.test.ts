@@ -7,7 +7,7 @@
 import { NomadClient } from '../../src/nomad/client.js';
 import { createSupervisor, type DeploymentResult, type VerdictRecord } from '../../src/supervisor/index.js';
 import { serviceJob } from '../testing/helpers.js';
-import { SETTLE_MS, driveTo, flush, startHarness, type Harness } from './support/harness.js';
+import { RELEASES, SETTLE_MS, driveTo, flush, notRunningByDeadline, startHarness, type Harness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
 /** When the in-place update is applied (the version-0 allocations healthy long before). */
@@ -42,10 +42,10 @@ async function updatedInPlace(harness: Harness, beforeMove: () => void = () => u
   return { placed, moved };
 }
 
-describe('an allocation updated in place is judged again for the new deployment', () => {
+describe.each(RELEASES)('an allocation updated in place is judged again for the new deployment (Nomad %s)', (version) => {
   let harness: Harness;
   beforeEach(async () => {
-    harness = await startHarness(START);
+    harness = await startHarness(START, {}, undefined, { version });
   });
   afterEach(() => harness.close());
 
@@ -101,7 +101,7 @@ describe('an allocation updated in place is judged again for the new deployment'
     harness.fake.cluster.failTask(restarting.ID, 'main', { exitCode: 1, restartDelayMs: 60_000 });
     await driveTo(harness.clock, MOVED + 21_000 + SETTLE_MS);
     const verdict = harness.verdicts.find((v) => v.alloc.allocId === restarting.ID && v.alloc.deploymentId === restarting.DeploymentID);
-    expect(verdict?.outcome).toEqual({ healthy: false, at: MOVED + 20_000, reasons: { main: 'Task not running by healthy_deadline of 20s' } });
+    expect(verdict?.outcome).toEqual({ healthy: false, at: MOVED + 20_000, reasons: { main: notRunningByDeadline(version, 20_000) } });
   });
 });
 

@@ -1,31 +1,12 @@
 /**
  * The supervisor against newer Nomads (nomad-protocol §10; Nomad's own service checks, 1.4+, are
- * test/nomadChecks'): a deployment that is `initializing` (1.5+) is not an end; allocations on a disconnected client
- * (ClientStatus unknown, 1.3+) are judged from their tasks as Nomad's tracker does.
+ * test/nomadChecks; disconnected clients, test/supervisor/disconnected.test.ts): a deployment
+ * that is `initializing` (1.5+) is not an end.
  */
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import type { Deployment } from '../../src/nomad/types.js';
-import { serviceJob } from '../testing/helpers.js';
-import { SETTLE_MS, driveTo, startHarness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
-
-test('an allocation whose client disconnects (ClientStatus unknown) while min_healthy_time runs is still judged healthy on time', async () => {
-  const h = await startHarness(START);
-  try {
-    h.fake.cluster.registerJob(serviceJob('web'));
-    const [alloc] = h.fake.cluster.placeAllocations('web', { count: 1 });
-    await driveTo(h.clock, START + 500);
-    h.fake.cluster.startTask(alloc!.ID);
-    await driveTo(h.clock, START + 1_000);
-    h.fake.cluster.patchAllocation(alloc!.ID, { ClientStatus: 'unknown' });
-    await driveTo(h.clock, START + 3_000 + SETTLE_MS);
-    expect(h.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 2_500, reasons: {} }]);
-    expect(h.problems).toEqual([]);
-  } finally {
-    await h.close();
-  }
-});
 
 describe('a deployment that is initializing (Nomad 1.5+)', () => {
   const deployment = (status: string, modifyIndex: number): Deployment =>

@@ -1,16 +1,20 @@
 /**
  * Every recorded scenario through the whole supervisor: FakeNomad replays the recording (Nomad's
  * own verdicts stripped) over loopback, and the supervisor follows it through the real event
- * stream, client and actors on a VirtualClock. Its verdicts must be those of the fixtures README
- * table, and the same as the health registry reaches when fed the recording directly.
+ * stream, client and actors on a VirtualClock, FakeNomad telling it which release it is. Its
+ * verdicts must be those of the fixtures README table for that release's rules, and the same as
+ * the health registry reaches when fed the recording directly with them.
  */
 import { listScenarios } from '../../src/testing/recording.js';
 import { liveScenarios, replayScenario } from '../health/support/replayScenario.js';
 import { SCENARIOS, driveTo, loadScenario, requestedIndex, startHarness, stripNomadVerdict, type Harness } from './support/harness.js';
 import type { VerdictRecord } from '../../src/supervisor/types.js';
+import type { FakeNomadVersion } from '../../src/testing/fakeNomad.js';
 
-/** The README's "Verdicts Warden must reach", as counts and messages per scenario. */
-const TABLE: Record<string, { healthy: number; unhealthy: Record<string, string>[]; stopped: number }> = {
+type Verdicts = { healthy: number; unhealthy: Record<string, string>[]; stopped: number };
+
+/** The README's "Verdicts Warden must reach" by today's rules, as counts and messages per scenario. */
+const TABLE: Record<string, Verdicts> = {
   healthy_task_states: { healthy: 2, unhealthy: [], stopped: 0 },
   failed_task: { healthy: 0, unhealthy: [{ main: 'Unhealthy because of failed task' }], stopped: 0 },
   restart_before_min_healthy: { healthy: 0, unhealthy: [{ main: 'Unhealthy because of failed task' }], stopped: 0 },
@@ -32,6 +36,21 @@ const TABLE: Record<string, { healthy: number; unhealthy: Record<string, string>
   'live/two_groups': { healthy: 3, unhealthy: [], stopped: 0 },
 };
 
+/** The same by Nomad 1.1.2's rules (the recordings' release): its poststart bug and its words. */
+const TABLE_112: Record<string, Verdicts> = {
+  ...TABLE,
+  deadline_not_running: { healthy: 0, unhealthy: [{ main: 'Task not running by deadline' }], stopped: 0 },
+  prestart_sidecar_lifecycle: { healthy: 0, unhealthy: [{ post: 'Unhealthy because of dead task' }], stopped: 0 },
+  'live/deadline_not_running': { healthy: 0, unhealthy: [{ init: 'Task not running by deadline', main: 'Task not running by deadline' }], stopped: 0 },
+  'live/deadline_while_restarting': { healthy: 0, unhealthy: [{ main: 'Task not running for min_healthy_time of 3s by deadline' }], stopped: 0 },
+};
+
+const RELEASES: readonly { version: FakeNomadVersion; table: Record<string, Verdicts> }[] = [
+  { version: '1.1.2', table: TABLE_112 },
+  { version: '1.6.3', table: TABLE },
+  { version: '2.0', table: TABLE },
+];
+
 function summary(verdicts: readonly VerdictRecord[]) {
   const healthy = verdicts.filter((v) => 'healthy' in v.outcome && v.outcome.healthy).length;
   const unhealthy = verdicts.flatMap((v) => ('healthy' in v.outcome && !v.outcome.healthy ? [v.outcome.reasons] : []));
@@ -39,9 +58,9 @@ function summary(verdicts: readonly VerdictRecord[]) {
   return { healthy, unhealthy, stopped };
 }
 
-async function runScenario(name: string): Promise<Harness> {
+async function runScenario(name: string, version: FakeNomadVersion): Promise<Harness> {
   const scenario = loadScenario(name);
-  const harness = await startHarness(scenario.opened);
+  const harness = await startHarness(scenario.opened, {}, undefined, { version });
   harness.fake.replay(scenario.stream, { transform: stripNomadVerdict, fromIndex: requestedIndex(scenario) });
   await driveTo(harness.clock, scenario.closed + 1_000);
   return harness;
@@ -52,12 +71,12 @@ describe('the supervisor over FakeNomad replays every recorded scenario to the R
     expect(Object.keys(TABLE).sort()).toEqual([...listScenarios(SCENARIOS), ...liveScenarios()].sort());
   });
 
-  test.each(Object.keys(TABLE))('%s', async (name) => {
-    const harness = await runScenario(name);
+  test.each(RELEASES.flatMap(({ version }) => Object.keys(TABLE).map((name) => [name, version] as const)))('%s on Nomad %s', async (name, version) => {
+    const harness = await runScenario(name, version);
     try {
-      expect(summary(harness.verdicts)).toEqual(TABLE[name]);
+      expect(summary(harness.verdicts)).toEqual(RELEASES.find((release) => release.version === version)?.table[name]);
       // The same outcomes, at the same times, as the registry fed the recording directly.
-      const direct = replayScenario(name).allocations;
+      const direct = replayScenario(name, { release: version }).allocations;
       for (const record of harness.verdicts) {
         expect(direct.get(record.alloc.allocId)?.outcome).toEqual(record.outcome);
       }

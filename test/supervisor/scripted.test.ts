@@ -3,7 +3,7 @@
  * a task that fails, a stop before health, and allocations that become healthy on the clock.
  */
 import { serviceJob } from '../testing/helpers.js';
-import { SETTLE_MS, driveTo, startHarness, type Harness } from './support/harness.js';
+import { RELEASES, SETTLE_MS, driveTo, notRunningByDeadline, startHarness as startOn, type Harness } from './support/harness.js';
 
 const START = Date.UTC(2026, 10, 29, 18);
 
@@ -16,7 +16,9 @@ function outcomes(harness: Harness): Record<string, string> {
   );
 }
 
-describe('the supervisor over a scripted cluster', () => {
+describe.each(RELEASES)('the supervisor over a scripted cluster (Nomad %s)', (version) => {
+  const startHarness = (start: number, options: Parameters<typeof startOn>[1] = {}): Promise<Harness> => startOn(start, options, undefined, { version });
+
   test('two namespaces watched, a third ignored; healthy after min_healthy_time, a failed task at once, a stop unjudged once known', async () => {
     const harness = await startHarness(START, { scope: { namespaces: ['default', 'prod'] } });
     const { cluster } = harness.fake;
@@ -109,7 +111,7 @@ describe('the supervisor over a scripted cluster', () => {
       expect(harness.verdicts).toEqual([]);
       await driveTo(harness.clock, START + 20_400 + SETTLE_MS);
       expect(harness.verdicts.map((v) => v.outcome)).toEqual([
-        { healthy: false, at: START + 20_300, reasons: { main: 'Task not running by healthy_deadline of 20s' } },
+        { healthy: false, at: START + 20_300, reasons: { main: notRunningByDeadline(version, 20_000) } },
       ]);
     } finally {
       await harness.close();

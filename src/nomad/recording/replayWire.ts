@@ -18,6 +18,9 @@ import { seededRandom } from '../../random.js';
 import type { NomadWire, WireLayer, WireRequest, WireResponse } from '../wire.js';
 import type { BodyEntry, ChunkEntry, EndEntry, FailureEntry, RecordingEntry, ResponseEntry, TrafficRecording } from './format.js';
 
+/** What Warden reads to learn the cluster's Nomad release (src/nomad/clusterVersion.ts). */
+const RELEASE_READS: ReadonlySet<string> = new Set(['/v1/agent/self', '/v1/agent/members', '/v1/nodes']);
+
 interface Exchange {
   readonly head: ResponseEntry | FailureEntry;
   body?: BodyEntry;
@@ -92,6 +95,9 @@ export class ReplayWire implements NomadWire {
     const { origin, method, path, signal } = request;
     const exchange = this.answerFor(origin, method, path);
     if (exchange === undefined) {
+      // Recordings made before Warden asked the cluster its release hold no answer to these: the
+      // question fails as a refused one would, and the release is judged unknown (today's rules).
+      if (method === 'GET' && RELEASE_READS.has(path.split('?')[0] as string)) throw new RecordedFailure(`the recording has no answer to ${method} ${path} (recorded before Warden asked Nomad's version)`);
       this.misses.push(`${method} ${origin}${path}`);
       if (isRepeatable(method, path)) throw new RecordedFailure(`the recording has no answer to ${method} ${path}`);
     }

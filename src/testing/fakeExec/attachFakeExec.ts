@@ -5,7 +5,8 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
 import { parseExecCommand, parseExecTty } from '../nomad/execQuery.js';
-import { requestToken, type FakeNomadVersion } from '../nomad/wire.js';
+import { requestToken } from '../nomad/wire.js';
+import { fakeNomadFeatures, type FakeNomadFeatures } from '../nomad/versionFeatures.js';
 import { loadNodePty } from './nodePty.js';
 import { resolveExecutable, spawnPiped, spawnTerminal, type LocalProcess, type SpawnRequest } from './processes.js';
 
@@ -36,11 +37,12 @@ export interface FakeExecOptions {
   /** ACLs on: the upgrade needs this X-Nomad-Token, refused with 403 before it as Nomad 1.1.2 does. */
   token?: string;
   /**
-   * `2.0`: the upgrade comes first (2.0.3+), so a refused token or a bad `command` is a close frame
-   * after it (1008 for a 4xx, 1011 for a 500) instead of an HTTP error; `Authorization: Bearer`
-   * works; after `exited` the TCP connection just closes, with no close frame (1.8+). Default 1.1.2.
+   * The release played (versionFeatures.ts; default 1.1.2): `execErrorsAfterUpgrade` (2.0.3+), a
+   * refused token or a bad `command` is a close frame after the upgrade (1008 for a 4xx, 1011 for a
+   * 500) instead of an HTTP error; `bearerToken` (1.4+), `Authorization: Bearer` works;
+   * `execEndWithoutCloseFrame` (1.8+), after `exited` the TCP connection just closes.
    */
-  version?: FakeNomadVersion;
+  features?: Pick<FakeNomadFeatures, 'bearerToken' | 'execErrorsAfterUpgrade' | 'execEndWithoutCloseFrame'>;
 }
 
 export interface FakeExec {
@@ -75,7 +77,7 @@ const EXEC_PATH = /^\/v1\/client\/allocation\/([^/]+)\/exec$/;
  */
 export function attachFakeExec(server: Server, options: FakeExecOptions): FakeExec {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
-  const newer = options.version === '2.0';
+  const { bearerToken, execErrorsAfterUpgrade, execEndWithoutCloseFrame } = options.features ?? fakeNomadFeatures('1.1.2');
   const running = new Set<number>();
   let idleWaiters: (() => void)[] = [];
   const children = new Set<LocalProcess>();
@@ -99,12 +101,12 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       refuse(socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
       return;
     }
-    const denied = tokenProblem(request, options.token, newer);
+    const denied = tokenProblem(request, options.token, bearerToken);
     const command = parseExecCommand(url.searchParams.get('command'));
     const tty = parseExecTty(url.searchParams.get('tty'));
     const badRequest = typeof command === 'string' ? command : typeof tty === 'string' ? tty : undefined;
     const problem = denied !== undefined ? { status: 403, text: denied } : badRequest !== undefined ? { status: 500, text: badRequest } : undefined;
-    if (problem !== undefined && !newer) {
+    if (problem !== undefined && !execErrorsAfterUpgrade) {
       refuse(socket, problem.status, problem.text);
       return;
     }
@@ -204,7 +206,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
       finished = true;
       if (!tty) send({ kind: 'stderr.close' });
       if (!outputClosed) send({ kind: 'stdout.close' });
-      if (newer) {
+      if (execEndWithoutCloseFrame) {
         ws.send(encodeServerFrame({ kind: 'exited', exitCode }), () => ws.terminate());
         return;
       }

@@ -20,6 +20,7 @@ import {
 import { exited, killed, notRestarting, oomKilled, received, restarting, started, type TaskUpdate } from './taskEvents.js';
 import { freeNames, type PlanInput, type PlanPlacement } from './plan.js';
 import { rescheduleEligible } from './reschedule.js';
+import { fakeNomadFeatures, type FakeNomadFeatures } from './versionFeatures.js';
 
 export type { TaskEventInput } from './objects.js';
 export type { TaskUpdate } from './taskEvents.js';
@@ -67,14 +68,18 @@ export class ClusterState extends ClusterStore {
   readonly nodeName = 'fake-nomad';
   /** The node's computed class ("v1:" and a 64-bit hash in Nomad). */
   private readonly computedClass: string;
-  /** Nomad 2.x: a purge publishes JobDeregistered with the job as it was and `Deleted: true` (none in 1.1.2). */
-  publishPurges = false;
   /** The task drivers the node reports healthy (its commands run as local processes whichever it is). */
   nodeDrivers: readonly string[] = ['exec', 'raw_exec'];
   /** The next dynamic port the scheduler hands out on the fake's node. */
   private nextPort = 20_000;
   /** While a client update is applied: the time its RPC arrived, every allocation's ModifyTime. */
   private clientStamp: bigint | undefined;
+  /** What the release FakeNomad plays serves differently (versionFeatures.ts): 1.1.2's by default. */
+  features: FakeNomadFeatures = fakeNomadFeatures('1.1.2');
+  /** The node's record as GET /v1/node/:id serves it (set attributes and meta to interpolate check names with). */
+  readonly node: { Datacenter: string; NodeClass: string; NodePool: string; Attributes: Record<string, string>; Meta: Record<string, string> } = {
+    Datacenter: 'dc1', NodeClass: '', NodePool: 'default', Attributes: { 'unique.hostname': 'fake-nomad', 'kernel.name': 'linux' }, Meta: {},
+  };
 
   constructor(
     clock: Clock,
@@ -87,20 +92,6 @@ export class ClusterState extends ClusterStore {
     this.computedClass = `v1:${BigInt(Math.floor(random.next() * 2 ** 53)) * 2048n}`;
   }
 
-  /** The one node, as GET /v1/nodes lists it (a dev agent's: docker not detected unless named among the drivers). */
-  nodeStub(): JsonObject {
-    const drivers: JsonObject = {};
-    for (const name of new Set(['docker', ...this.nodeDrivers])) {
-      const healthy = this.nodeDrivers.includes(name);
-      drivers[name] = { Attributes: null, Detected: healthy, Healthy: healthy, HealthDescription: healthy ? 'Healthy' : 'Failed to connect to docker daemon', UpdateTime: '2026-01-01T00:00:00Z' };
-    }
-    return {
-      Address: '127.0.0.1', ID: this.nodeId, Datacenter: 'dc1', Name: this.nodeName, NodeClass: '', Version: '1.1.2', Drain: false,
-      SchedulingEligibility: 'eligible', Status: 'ready', StatusDescription: '', Drivers: drivers, HostVolumes: null, NodeResources: null,
-      ReservedResources: null, LastDrain: null, CreateIndex: 1, ModifyIndex: 1,
-    };
-  }
-
   // ---------------------------------------------------------------------------------------------
   // Jobs
 
@@ -109,7 +100,7 @@ export class ClusterState extends ClusterStore {
     checkJobTypes(spec);
     if (spec.ID === undefined || spec.ID === null || spec.ID === '') throw new NomadApiError(500, 'Job ID hasn\'t been provided');
     const namespace = options.namespace ?? (typeof spec.Namespace === 'string' && spec.Namespace !== '' ? spec.Namespace : 'default');
-    const canonical = canonicalizeJob(spec, namespace);
+    const canonical = canonicalizeJob(spec, namespace, { systemDeployments: this.features.systemJobDeployments });
     validateJob(canonical);
     const key = jobKey(namespace, String(canonical.ID));
     const existing = this.jobs.get(key);
@@ -178,7 +169,7 @@ export class ClusterState extends ClusterStore {
 
   /**
    * DELETE /v1/job/:id: stops the job (Job event with Stop=true) or purges it (no Job event, or with
-   * publishPurges Nomad 2.x's `Deleted: true` one), and stops its allocations.
+   * features.purgeEvents Nomad 2.x's `Deleted: true` one), and stops its allocations.
    */
   deregisterJob(id: string, options: { namespace?: string; purge?: boolean } = {}): { evaluation: Evaluation; index: number } {
     const namespace = options.namespace ?? 'default';
@@ -188,7 +179,7 @@ export class ClusterState extends ClusterStore {
       this.touch('jobs', 'job_version', 'evals');
       if (options.purge) {
         this.jobs.delete(jobKey(namespace, id));
-        if (this.publishPurges) this.publish('Job', 'JobDeregistered', record.current, { Deleted: true });
+        if (this.features.purgeEvents) this.publish('Job', 'JobDeregistered', record.current, { Deleted: true });
       } else {
         const index = this.current.index;
         const job: JsonObject = { ...record.current, Stop: true, ModifyIndex: index, JobModifyIndex: index, Version: Number(record.current.Version) + 1, SubmitTime: this.nowNanos() };
@@ -390,12 +381,14 @@ export class ClusterState extends ClusterStore {
   }
 
   /**
-   * The running deployment of this job version, created on first use (service jobs whose groups
-   * have an update block); older versions' running deployments are cancelled in the same plan.
+   * The running deployment of this job version, created on first use (service jobs, system ones
+   * from 1.11, whose groups have an update block); older versions' running deployments are
+   * cancelled in the same plan.
    */
   private deploymentFor(job: JsonObject, groupNames: readonly string[]): JsonObject | undefined {
     const groups = (job.TaskGroups as JsonObject[]).filter((g) => g.Update !== null);
-    if (job.Type !== 'service' || !groups.some((g) => groupNames.includes(String(g.Name)))) return undefined;
+    const deployed = job.Type === 'service' || (job.Type === 'system' && this.features.systemJobDeployments);
+    if (!deployed || !groups.some((g) => groupNames.includes(String(g.Name)))) return undefined;
     const ofJob = this.deployments.ofJob(String(job.Namespace), String(job.ID));
     const found = ofJob.find((d) => d.JobVersion === job.Version && d.JobCreateIndex === job.CreateIndex && d.Status === 'running');
     if (found) return found;
@@ -519,8 +512,11 @@ export class ClusterState extends ClusterStore {
   // ---------------------------------------------------------------------------------------------
   // Allocations: what a Nomad client reports
 
-  /** Applies a client update to task states (one AllocationUpdated write); ClientStatus follows the tasks. */
-  updateTasks(allocId: string, updates: Record<string, TaskUpdate>): Allocation {
+  /**
+   * Applies a client update to task states (one AllocationUpdated write); ClientStatus follows the
+   * tasks. `at`: when the client saw it happen (default now), for a client that reports late.
+   */
+  updateTasks(allocId: string, updates: Record<string, TaskUpdate>, options: { at?: number } = {}): Allocation {
     const alloc = this.requireAlloc(allocId);
     this.batch(() => {
       const states: Record<string, JsonObject> = cloneJson((alloc.TaskStates as Record<string, JsonObject> | null) ?? {});
@@ -528,7 +524,7 @@ export class ClusterState extends ClusterStore {
       for (const [name, update] of Object.entries(updates)) {
         const state = states[name];
         if (state === undefined) throw new NomadApiError(400, `unknown task name "${name}"`);
-        const now = update.at ?? this.clock.now();
+        const now = update.at ?? options.at ?? this.clock.now();
         const events = [...(state.Events as JsonObject[]), ...(update.events ?? []).map((e) => taskEvent(e, nanosFromMillis(now)))];
         state.Events = events.slice(-MAX_TASK_EVENTS);
         for (const e of update.events ?? []) if (e.Type === 'Restarting') Object.assign(state, { Restarts: Number(state.Restarts) + 1, LastRestart: rfc3339Nano(now) });

@@ -143,14 +143,18 @@ function canonicalGroup(input: JsonObject, job: { type: string; update: JsonObje
   };
 }
 
-/** The structs.Job Nomad stores for a submitted api.Job (indexes and status are set by the caller). */
-export function canonicalizeJob(input: JsonObject, namespace: string): JsonObject {
+/**
+ * The structs.Job Nomad stores for a submitted api.Job (indexes and status are set by the caller).
+ * `systemDeployments`: system jobs get the default update strategy too (Nomad 1.11+).
+ */
+export function canonicalizeJob(input: JsonObject, namespace: string, options: { systemDeployments?: boolean } = {}): JsonObject {
   const type = typeof input.Type === 'string' && input.Type !== '' ? input.Type : 'service';
   const jobUpdate = input.Update as JsonObject | null | undefined;
-  // Service jobs get the default strategy; the job-level block is merged into every group.
-  const groupUpdate = type === 'service' ? overlay(DEFAULT_UPDATE, jobUpdate) : jobUpdate ? overlay(DEFAULT_UPDATE, jobUpdate) : null;
+  // Service jobs (and system ones from 1.11) get the default strategy; the job-level block is merged into every group.
+  const defaulted = type === 'service' || (type === 'system' && options.systemDeployments === true);
+  const groupUpdate = defaulted ? overlay(DEFAULT_UPDATE, jobUpdate) : jobUpdate ? overlay(DEFAULT_UPDATE, jobUpdate) : null;
   const legacyUpdate =
-    type === 'service'
+    defaulted
       ? { AutoPromote: false, AutoRevert: false, Canary: 0, HealthCheck: '', HealthyDeadline: 0, MaxParallel: groupUpdate?.MaxParallel ?? 1, MinHealthyTime: 0, ProgressDeadline: 0, Stagger: groupUpdate?.Stagger ?? 30 * SECOND }
       : { AutoPromote: false, AutoRevert: false, Canary: 0, HealthCheck: '', HealthyDeadline: 0, MaxParallel: 0, MinHealthyTime: 0, ProgressDeadline: 0, Stagger: 0 };
   const id = input.ID as string;

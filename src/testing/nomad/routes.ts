@@ -15,8 +15,9 @@ import type { JsonObject } from './jobSpec.js';
 import type { Deployment } from '../../nomad/types.js';
 import { requireUuidDigits, uuidKey } from './uuidIndex.js';
 import { readBody, sendJson, sendText } from './wire.js';
+import { NODE_ROUTES } from './nodeRoutes.js';
 
-interface RouteContext {
+export interface RouteContext {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly url: URL;
@@ -28,7 +29,7 @@ interface RouteContext {
 
 type Handler = (ctx: RouteContext) => Promise<void> | void;
 
-interface Route {
+export interface Route {
   readonly methods: readonly string[];
   readonly pattern: RegExp;
   readonly handler: Handler;
@@ -286,16 +287,17 @@ const ROUTES: readonly Route[] = [
     const answer = plainExecAnswer(ctx.url);
     throw new NomadApiError(answer.status, answer.text);
   } },
-  { methods: GET, pattern: /^\/v1\/nodes$/, handler: (ctx) => sendJson(ctx.req, ctx.res, [ctx.cluster.nodeStub()], { index: 1, query: true }) },
   { methods: GET, pattern: /^\/v1\/status\/leader$/, handler: (ctx) => sendJson(ctx.req, ctx.res, '127.0.0.1:4647') },
   { methods: GET, pattern: /^\/v1\/agent\/self$/, handler: (ctx) => sendJson(ctx.req, ctx.res, agentSelf(ctx.cluster)) },
+  ...NODE_ROUTES,
 ];
 
 /** Enough of /v1/agent/self for a client: version, region, datacenter, the raft index. */
 function agentSelf(cluster: ClusterState): JsonObject {
+  const { version } = cluster.features;
   return {
-    config: { Datacenter: 'dc1', Region: 'global', NodeName: cluster.nodeName, Version: { Revision: 'fake', Version: '1.1.2', VersionMetadata: '', VersionPrerelease: '' }, ACL: { Enabled: false } },
-    member: { Addr: '127.0.0.1', Name: `${cluster.nodeName}.global`, Port: 4648, Status: 'alive', Tags: { build: '1.1.2', dc: 'dc1', region: 'global', role: 'nomad' } },
+    config: { Datacenter: 'dc1', Region: 'global', NodeName: cluster.nodeName, Version: { Revision: 'fake', Version: version, VersionMetadata: '', VersionPrerelease: '' }, ACL: { Enabled: false } },
+    member: { Addr: '127.0.0.1', Name: `${cluster.nodeName}.global`, Port: 4648, Status: 'alive', Tags: { build: version, dc: 'dc1', region: 'global', role: 'nomad' } },
     stats: {
       nomad: { leader: 'true', server: 'true', known_regions: '1', bootstrap: 'true' },
       raft: { last_log_index: String(cluster.index), applied_index: String(cluster.index), commit_index: String(cluster.index), state: 'Leader' },

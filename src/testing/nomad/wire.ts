@@ -76,9 +76,6 @@ export function readBody(req: IncomingMessage, limit = 32 * 1024 * 1024): Promis
   });
 }
 
-/** Which Nomad a fake plays where the wire differs by version (FakeNomadOptions.version). */
-export type FakeNomadVersion = '1.1.2' | '2.0';
-
 /** The request's ACL token: X-Nomad-Token, else (`bearer`: Nomad 1.4+) `Authorization: Bearer` (http.go parseToken). */
 export function requestToken(req: IncomingMessage, bearer: boolean): string | undefined {
   const header = req.headers['x-nomad-token'];

@@ -2,6 +2,7 @@
 import { VirtualClock } from '../../../src/clock/index.js';
 import { HealthRegistry, type HealthChange } from '../../../src/health/index.js';
 import type { AllocationView, ExpectedCheck, HealthPolicy, TaskView } from '../../../machines/allocationHealthTypes.js';
+import { NEWEST_NOMAD_RULES } from '../../../machines/nomadRules.js';
 
 export const T0 = Date.parse('2026-11-29T17:00:00Z');
 
@@ -13,6 +14,8 @@ export function policy(overrides: Partial<HealthPolicy> = {}): HealthPolicy {
     useChecks: false,
     expectedChecks: [],
     completedTasksAreHealthy: false,
+    rules: NEWEST_NOMAD_RULES,
+    lostAfterMs: null,
     ...overrides,
   };
 }

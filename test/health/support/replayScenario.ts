@@ -4,7 +4,7 @@
  * every DeploymentStatus and every "Alloc Unhealthy" task event is stripped before the adapters see
  * an allocation. Each allocation is joined with the job version current when it was placed
  * (job.json / job.v1.json, chosen by the Version of the stream's latest Job event).
- * With `startAt`, judging starts late, as a supervisor started then would: every allocation as it
+ * By today's rules, or by those of `release`. With `startAt`, judging starts late, as a supervisor started then would: every allocation as it
  * stood at that moment is judged at once from its history (it lists first), the rest of the stream
  * is watched.
  */
@@ -15,6 +15,7 @@ import { HealthRegistry, healthPolicyFor, type HealthOutcome, type OptInHealthPo
 import { judgeSight } from '../../../src/health/historyFeed.js';
 import { ClockHorizon } from '../../../src/health/horizon.js';
 import type { HealthUndetermined } from '../../../machines/allocationHealthTypes.js';
+import { NEWEST_NOMAD_RULES, nomadRulesFor } from '../../../machines/nomadRules.js';
 import { parseNomadJson } from '../../../src/nomad/json.js';
 import type { Allocation, EventFrame, Job } from '../../../src/nomad/types.js';
 import { isHeartbeatLine, listScenarios, readScenario, requestedIndex, type Scenario } from '../../../src/testing/recording.js';
@@ -80,6 +81,8 @@ function nomadStillDeciding(allocation: Allocation): boolean {
 
 export interface ReplayOptions {
   readonly optIn?: OptInHealthPolicy;
+  /** The Nomad release whose rules judge (default: today's). */
+  readonly release?: string;
   /** Stream time (ms) at which judging starts; default 0, watching from the start. */
   readonly startAt?: number;
   /**
@@ -89,7 +92,8 @@ export interface ReplayOptions {
   readonly keepNomadVerdict?: boolean;
 }
 
-export function replayScenario(name: string, { optIn, startAt = 0, keepNomadVerdict = false }: ReplayOptions = {}): Replay {
+export function replayScenario(name: string, { optIn, startAt = 0, keepNomadVerdict = false, release }: ReplayOptions = {}): Replay {
+  const rules = release === undefined ? NEWEST_NOMAD_RULES : nomadRulesFor(release).rules;
   const scenario = readScenario(scenarioDir(name));
   const jobs = scenarioJobs(scenario);
   const start = Date.parse(scenario.meta.stream_opened_at);
@@ -147,7 +151,7 @@ export function replayScenario(name: string, { optIn, startAt = 0, keepNomadVerd
     const job = jobs.get(placedWith.get(allocation.ID) as number) as Job;
     const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup);
     if (group === undefined) throw new Error(`${scenario.name}: no group ${allocation.TaskGroup}`);
-    const decision = healthPolicyFor(job, allocation.TaskGroup, { deployment: Boolean(allocation.DeploymentID), ...(optIn ? { optIn } : {}) });
+    const decision = healthPolicyFor(job, allocation.TaskGroup, { deployment: Boolean(allocation.DeploymentID), rules, ...(optIn ? { optIn } : {}) });
     const entry = known ?? { states: ['pending'], problems: [], firstSeen: { at: clock.now(), desiredStatus: allocation.DesiredStatus } };
     if (!decision.watched) {
       results.set(allocation.ID, { ...entry, states: [], unwatched: decision.reason });

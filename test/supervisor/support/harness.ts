@@ -8,7 +8,9 @@ import { NomadClient } from '../../../src/nomad/client.js';
 import { createSupervisor, type SupervisorOptions } from '../../../src/supervisor/index.js';
 import type { Supervisor } from '../../../src/supervisor/supervisor.js';
 import type { StateChange, SupervisorProblem, VerdictRecord } from '../../../src/supervisor/types.js';
-import { FakeNomad, type FakeNomadOptions } from '../../../src/testing/fakeNomad.js';
+import { FakeNomad, type FakeNomadOptions, type FakeNomadVersion } from '../../../src/testing/fakeNomad.js';
+import { formatGoDuration } from '../../../machines/allocationHealthRules.js';
+import { nomadRulesFor } from '../../../machines/nomadRules.js';
 import { isHeartbeatLine, listScenarios, readScenario, type RecordedLine, type Scenario } from '../../../src/testing/recording.js';
 import { liveScenarios, scenarioDir } from '../../health/support/replayScenario.js';
 import { QuietDriver, WireTally } from '../../../src/testing/quiet.js';
@@ -102,6 +104,19 @@ export async function startHarness(
       await fake.close();
     },
   };
+}
+
+/**
+ * Releases the supervisor suites run on: the recorded one, one between the rule changes of 1.3–1.5
+ * and 1.11 (1.6.3: interpolated names, no sidecar rule yet), and today's.
+ */
+export const RELEASES: readonly FakeNomadVersion[] = ['1.1.2', '1.6.3', '2.0'];
+
+/** "Task not running by healthy_deadline of 20s" in the words of `version`. */
+export function notRunningByDeadline(version: FakeNomadVersion, healthyDeadlineMs: number): string {
+  return nomadRulesFor(version === '2.0' ? '2.0.5' : version).rules.healthyDeadlineWording
+    ? `Task not running by healthy_deadline of ${formatGoDuration(healthyDeadlineMs)}`
+    : 'Task not running by deadline';
 }
 
 export { withoutNomadVerdict as stripNomadVerdict } from '../../../src/cli/demoCommand.js';
