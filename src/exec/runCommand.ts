@@ -94,10 +94,11 @@ export function runCommand(client: ExecTarget, allocId: string, options: RunComm
       throw cause;
     }
     // The command's stderr ends with it: its reader follows at once, unless the fifo was never opened.
-    if (!(await readerEndsWithin(options.fifoGraceMs ?? FIFO_GRACE_MS))) {
-      removeFifo();
-      await readerDone;
-    }
+    // A command killed by a signal (a client gone: SIGQUIT) may have died between its open and its `rm`,
+    // leaving the name although its reader followed.
+    const readerFollowed = await readerEndsWithin(options.fifoGraceMs ?? FIFO_GRACE_MS);
+    if (!readerFollowed || code > 128) removeFifo();
+    if (!readerFollowed) await readerDone;
     return code;
   })();
   exitCode.catch(() => undefined);
