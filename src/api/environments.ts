@@ -49,20 +49,29 @@ function fetchParameter({ query }: ApiRequest): boolean {
   return fetch;
 }
 
+/** Environments whose runners cannot run unprivileged executions (their check failed), with why. */
+function unprivilegedProblems(environments: readonly EnvironmentSummary[]): string[] {
+  return environments.flatMap((e) => (e.unprivileged.status === 'failed' ? [`environment ${e.id}: unprivileged executions cannot run: ${e.unprivileged.reason}`] : []));
+}
+
 /**
  * Poseidon's health: 204, or 503 PREWARMING_POOL_DEPLETING naming the environments whose pool is
  * emptier than the alert threshold (Poseidon's prewarming-pool alert) or cannot fill at all, the
- * latter with Nomad's reason (runners that cannot be placed or started). While Nomad cannot be read
- * at the start, 503 NOMAD_UNREACHABLE with its error (Warden keeps trying, as Poseidon does).
+ * latter with Nomad's reason (runners that cannot be placed or started); 503 also naming the
+ * environments whose unprivileged executions cannot run, and why. While Nomad cannot be read at the
+ * start, 503 NOMAD_UNREACHABLE with its error (Warden keeps trying, as Poseidon does).
  */
 export const health: Handler = async ({ pools, poolAlertThreshold }, { res }) => {
   if (!pools.recovered && pools.recoveryError !== undefined) throw notRecovered(pools.recoveryError);
   const environments = visibleEnvironments(pools);
   const depleting = environments.filter((e) => e.failure !== null || (e.spec.prewarmingPoolSize > 0 && e.idleRunners / e.spec.prewarmingPoolSize < poolAlertThreshold));
-  if (depleting.length > 0) {
-    const reasons = depleting.flatMap((e) => (e.failure === null ? [] : [`; environment ${e.id}: ${e.failure}`]));
-    throw new ApiError(503, `the prewarming pool is depleting: environments ${depleting.map((e) => e.id).join(', ')}${reasons.join('')}`, 'PREWARMING_POOL_DEPLETING');
-  }
+  const reasons = [
+    ...(depleting.length > 0
+      ? [`the prewarming pool is depleting: environments ${depleting.map((e) => e.id).join(', ')}`, ...depleting.flatMap((e) => (e.failure === null ? [] : [`environment ${e.id}: ${e.failure}`]))]
+      : []),
+    ...unprivilegedProblems(environments),
+  ];
+  if (reasons.length > 0) throw new ApiError(503, reasons.join('; '), depleting.length > 0 ? 'PREWARMING_POOL_DEPLETING' : 'UNKNOWN');
   sendEmpty(res, 204);
 };
 

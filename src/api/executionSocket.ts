@@ -14,7 +14,7 @@ import { OOM_KILLED } from '../../machines/runner.js';
 import type { Clock } from '../clock/index.js';
 import { ExecutionCancelledError } from '../runners/execution.js';
 import type { Execution, ExecutionOutcome } from '../runners/execution.js';
-import { RunnerStoppedError, RunnerUnavailableError } from '../runners/errors.js';
+import { RunnerStoppedError, RunnerUnavailableError, UnprivilegedUnavailableError } from '../runners/errors.js';
 import type { Runner } from '../runners/runner.js';
 import type { ExecutionRequest } from './requests.js';
 
@@ -62,6 +62,8 @@ function errorText(error: unknown): string {
   }
   // Destroyed between its execute request and its connection.
   if (error instanceof RunnerUnavailableError) return ERROR_TEXTS.stopped;
+  // A host that cannot run it: Poseidon's words, then why (a wrapper missing, privileges that cannot be dropped).
+  if (error instanceof UnprivilegedUnavailableError) return `${ERROR_TEXTS.failed}: ${error.message}`;
   return ERROR_TEXTS.failed;
 }
 

@@ -25,6 +25,7 @@ import { WardenMetrics } from '../metrics/wardenMetrics.js';
 import { NomadClient } from '../nomad/client.js';
 import { envValue, nomadConfigFromEnv, type Env, type NomadConfig } from '../nomad/config.js';
 import { createRunnerPools, type RunnerPoolsOptions } from '../runners/pools.js';
+import { DRIVER_PREFERENCE, driverProfile, preferredDriver } from '../runners/drivers.js';
 import { RUNNER_GROUP, RUNNER_TASK, type RunnerDriver, type RunnerNetwork } from '../runners/poseidonFormat.js';
 import type { Job } from '../nomad/types.js';
 import { isRetryable, readTemplateJobFile } from './templateJobFile.js';
@@ -44,17 +45,17 @@ import { poseidonServeSettings, type PoseidonServeSettings } from './serveConfig
 /** Warden's own variable for the token, over Poseidon's (POSEIDON_SERVER_TOKEN, server.token). */
 export const TOKEN_VARIABLE = 'WARDEN_SERVE_TOKEN';
 
-/** setpriv drops to nobody as /sbin/setuser drops to `user` in Poseidon's images (root only). */
-const DEV_SETUSER = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
-
 export interface ServeOptions {
   listen?: ListenAddress;
   /** An embedded FakeNomad whose runners are local processes, instead of NOMAD_*. */
   dev?: boolean;
-  /** Task driver of the runners of environments made through the API (default docker; --dev: raw_exec). */
+  /**
+   * Task driver of the runners of environments made through the API. Default: the first of docker,
+   * raw_exec, exec healthy on a ready node of the cluster (docker when the nodes cannot be read); --dev: raw_exec.
+   */
   driver?: RunnerDriver;
   datacenters?: string[];
-  /** argv prefix of unprivileged executions (default Poseidon's `/sbin/setuser user`). */
+  /** argv prefix of unprivileged executions, for every driver (default per driver: src/runners/drivers.ts). */
   setuser?: string[];
   /** Executions under a pseudo-terminal, as Poseidon runs them (default true); without one they read no input. */
   tty?: boolean;
@@ -132,7 +133,7 @@ async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> 
   const root = process.getuid?.() === 0;
   const notes = [
     `runners: real local processes (raw_exec) on an embedded FakeNomad at ${fake.address}: no isolation, a playground`,
-    root ? 'unprivileged executions run as nobody (setpriv)' : 'unprivileged executions run as your own user (only root can drop to another)',
+    ...(root ? [] : ['unprivileged executions run as your own user (only root can drop to another)']),
   ];
   // A terminal needs node-pty (an optional dependency); without it, executions run on pipes.
   const tty = options.tty !== false && (await loadNodePty().then(() => true, () => false));
@@ -140,7 +141,8 @@ async function devCluster(io: ServeIo, options: ServeOptions): Promise<Cluster> 
   return {
     config: { address: fake.address },
     wire: tally.layer,
-    pools: { setuser: options.setuser ?? (root ? DEV_SETUSER : []) },
+    // Not root and no wrapper given: nobody to drop to, so nothing to check (the playground runs everything as you).
+    pools: options.setuser !== undefined ? { setuser: options.setuser } : root ? {} : { setuser: [], checkUnprivileged: false },
     tty,
     notes,
     close: async () => {
@@ -187,6 +189,26 @@ export function readServeConfiguration(options: ServeOptions, env: Env, cwd: str
     ...(chosen === undefined ? {} : { token: { ...chosen, ...(/^[A-Z_]+$/.test(chosen.from) ? { variable: chosen.from } : {}) } }),
     sources: [...(poseidon.file === undefined ? [] : [poseidon.file]), ...poseidon.variables],
   };
+}
+
+/** The driver of runners where none is given: what the cluster's nodes run (see drivers.ts), and why, in words. */
+async function clusterDriver(nomad: NomadClient): Promise<{ driver: RunnerDriver; why: string }> {
+  try {
+    const nodes = (await nomad.listNodes()).body;
+    const driver = preferredDriver(nodes);
+    if (driver !== undefined) return { driver, why: `the first of ${DRIVER_PREFERENCE.join(', ')} healthy on the cluster's ${nodes.length} node(s); --driver to choose` };
+    return { driver: 'docker', why: `none of ${DRIVER_PREFERENCE.join(', ')} is healthy on the cluster's ${nodes.length} node(s): docker, Poseidon's; --driver to choose` };
+  } catch (error) {
+    return { driver: 'docker', why: `the nodes could not be read (${errorMessage(error)}): docker, Poseidon's; --driver to choose` };
+  }
+}
+
+/** What the runners of this driver are isolated by, and who runs what, as serve prints it at the start. */
+function isolationNotes(driver: RunnerDriver, setuser: readonly string[] | undefined): string[] {
+  const profile = driverProfile(driver);
+  const notes = [`isolation (${driver}): ${profile.isolation}`];
+  if (setuser !== undefined) notes.push(`unprivileged executions: ${setuser.length === 0 ? 'as the privileged user (no wrapper)' : setuser.join(' ')} (--setuser)`);
+  return notes;
 }
 
 /** The curl lines that try it out (the token by its variable, never its value). */
@@ -241,7 +263,13 @@ export async function serveConfigured(configuration: ServeConfiguration, io: Ser
       templateJob = () => readTemplateJobFile(templateJobFile, nomad);
     }
   }
-  const driver = options.driver ?? driverOf(typeof templateJob === 'function' ? undefined : templateJob) ?? (options.dev === true ? 'raw_exec' : 'docker');
+  const fileDriver = driverOf(typeof templateJob === 'function' ? undefined : templateJob);
+  const chosen: { driver: RunnerDriver; why: string } =
+    options.driver !== undefined ? { driver: options.driver, why: '--driver' }
+    : fileDriver !== undefined ? { driver: fileDriver, why: 'the template job file' }
+    : options.dev === true ? { driver: 'raw_exec', why: '--dev' }
+    : await clusterDriver(nomad);
+  const { driver } = chosen;
   const network = runnerNetwork(options);
   const poolOptions: RunnerPoolsOptions = {
     ...cluster.pools,
@@ -272,6 +300,9 @@ export async function serveConfigured(configuration: ServeConfiguration, io: Ser
     exitCode = EXIT_UNREACHABLE;
     finish();
   };
+  pools.unprivilegedChecks$.subscribe(({ environmentId, check }) => {
+    if (check.status === 'ok') io.logger?.info({ environmentId, privilegedUid: check.privilegedUid, unprivilegedUid: check.unprivilegedUid }, `environment ${environmentId}: unprivileged executions run as uid ${check.unprivilegedUid}, privileged ones as uid ${check.privilegedUid}`);
+  });
   // Each said in the log, with Nomad's words: a recovery that failed (tried again), a runner that cannot start, a stray runner job.
   pools.problems$.subscribe((problem) => {
     io.logger?.warn({ kind: problem.kind, ...(problem.environmentId === undefined ? {} : { environmentId: problem.environmentId }), ...(problem.jobId === undefined ? {} : { jobId: problem.jobId }) }, problem.message);
@@ -308,8 +339,11 @@ export async function serveConfigured(configuration: ServeConfiguration, io: Ser
       server = await startApiServer(api, { listen: options.listen ?? DEFAULT_LISTEN, metrics, clock, ...(tls ? { tls } : {}) });
       const base = `${server.url}${API_BASE_PATH}`;
       io.write(`${paint('Warden serve', 'bold', style)}: Poseidon's runner API at ${paint(base, 'note', style)}`);
-      io.write(`  cluster: ${options.dev === true ? 'embedded FakeNomad (--dev)' : withoutCredentials(cluster.config.address)}; runners' driver: ${driver}`);
-      for (const note of cluster.notes) io.write(`  ${note}`);
+      io.write(`  cluster: ${options.dev === true ? 'embedded FakeNomad (--dev)' : withoutCredentials(cluster.config.address)}; runners' driver: ${driver} (${chosen.why})`);
+      for (const note of [...cluster.notes, ...isolationNotes(driver, cluster.pools.setuser)]) io.write(`  ${note}`);
+      if (driver === 'raw_exec' && options.dev !== true) {
+        io.logger?.warn({ driver }, `runners run on raw_exec: ${driverProfile('raw_exec').isolation}; use --driver exec or docker to isolate untrusted code`);
+      }
       if (configuration.sources.length > 0) io.write(`  configuration: Poseidon's, from ${configuration.sources.join(', ')}`);
       for (const note of configuration.notes) io.write(`    ${note}`);
       if (memoryWatch) io.write(`  memory: the heap read every ${memoryWatch.intervalMs} ms, a warning logged at ${memoryWatch.thresholdMb} MB (profiling.memoryinterval)`);

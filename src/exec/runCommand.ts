@@ -35,7 +35,7 @@ export function runCommand(client: ExecTarget, allocId: string, options: RunComm
 
   const reader = client.exec(allocId, {
     ...execOptions(options),
-    command: stderrReaderCommand(fifo, options),
+    command: stderrReaderCommand(fifo),
     tty: false,
     stdin: undefined,
     signal: withStop(stopReader),
@@ -67,7 +67,7 @@ export function runCommand(client: ExecTarget, allocId: string, options: RunComm
   // there, a client gone within a millisecond) leaves its reader waiting and its name in the directory.
   const removeFifo = (): void => {
     try {
-      client.exec(allocId, { task: options.task, command: removeFifoCommand(fifo, options) }).exitCode.catch(() => undefined);
+      client.exec(allocId, { task: options.task, command: removeFifoCommand(fifo) }).exitCode.catch(() => undefined);
     } catch {
       // The owner has stopped (a supervisor): nothing runs any more, and the fifo stays.
     }
@@ -94,10 +94,11 @@ export function runCommand(client: ExecTarget, allocId: string, options: RunComm
       throw cause;
     }
     // The command's stderr ends with it: its reader follows at once, unless the fifo was never opened.
-    if (!(await readerEndsWithin(options.fifoGraceMs ?? FIFO_GRACE_MS))) {
-      removeFifo();
-      await readerDone;
-    }
+    // A command killed by a signal (a client gone: SIGQUIT) may have died between its open and its `rm`,
+    // leaving the name although its reader followed.
+    const readerFollowed = await readerEndsWithin(options.fifoGraceMs ?? FIFO_GRACE_MS);
+    if (!readerFollowed || code > 128) removeFifo();
+    if (!readerFollowed) await readerDone;
     return code;
   })();
   exitCode.catch(() => undefined);

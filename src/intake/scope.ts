@@ -4,7 +4,7 @@
  * the jobs (n instances splitting one cluster). Empty lists mean "all".
  */
 export interface SupervisorScope {
-  /** Namespaces to watch; default ["default"] as the Nomad CLI; ["*"] for every namespace. */
+  /** Namespaces to watch; default the client's (NOMAD_NAMESPACE), else ["default"], as the Nomad CLI; ["*"] for every namespace. */
   readonly namespaces?: readonly string[];
   /** Job id prefixes to watch; default every job. */
   readonly jobPrefixes?: readonly string[];

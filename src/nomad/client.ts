@@ -24,6 +24,7 @@ import type {
   JobListStub,
   JobRegisterResponse,
   JobScaleResponse,
+  NodeListStub,
   NomadNode,
 } from './types.js';
 
@@ -106,6 +107,11 @@ export class NomadClient {
     return this.query('/v1/jobs', { ...options, query: { ...options.query, prefix } });
   }
 
+  /** The cluster's client nodes, with their drivers' health. */
+  listNodes(options: QueryOptions = {}): Promise<NomadResponse<NodeListStub[]>> {
+    return this.query('/v1/nodes', options);
+  }
+
   getJob(jobId: string, options: QueryOptions = {}): Promise<NomadResponse<Job>> {
     return this.query(jobPath(jobId), options);
   }
@@ -126,10 +132,16 @@ export class NomadClient {
     return Versions.find((job) => job.Version === version);
   }
 
-  /** PUT /v1/jobs. Returns the evaluation id ("" for periodic/parameterized jobs) and warnings. */
+  /**
+   * PUT /v1/jobs: the evaluation id ("" for periodic/parameterized jobs) and warnings. Nomad
+   * registers a job in its own Namespace ("default" when it has none) whatever the request's
+   * namespace says, so a job without one gets the call's (or the configured) namespace, as the
+   * Nomad CLI's -namespace does.
+   */
   async registerJob(job: Job, options: RegisterJobOptions = {}): Promise<JobRegisterResponse> {
     const { enforceIndex, policyOverride, preserveCounts, ...rest } = options;
-    const body: Record<string, unknown> = { Job: job };
+    const namespace = rest.namespace ?? this.config.namespace;
+    const body: Record<string, unknown> = { Job: job.Namespace || namespace === undefined || namespace === '*' ? job : { ...job, Namespace: namespace } };
     if (enforceIndex !== undefined) Object.assign(body, { EnforceIndex: true, JobModifyIndex: enforceIndex });
     if (policyOverride === true) body.PolicyOverride = true;
     if (preserveCounts === true) body.PreserveCounts = true;
@@ -195,11 +207,6 @@ export class NomadClient {
   /** A client node, with its attributes and meta (needs node:read). */
   getNode(nodeId: string, options: QueryOptions = {}): Promise<NomadResponse<NomadNode>> {
     return this.query(`/v1/node/${encodeURIComponent(nodeId)}`, options);
-  }
-
-  /** The client nodes, each with its Nomad version (needs node:read). */
-  listNodes(options: QueryOptions = {}): Promise<NomadResponse<NomadNode[]>> {
-    return this.query('/v1/nodes', options);
   }
 
   /** The agent Warden talks to: its configuration, its version included (needs agent:read). */

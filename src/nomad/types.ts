@@ -404,8 +404,6 @@ export interface NomadNode extends Passthrough {
   Attributes?: Record<string, string> | null;
   Meta?: Record<string, string> | null;
   Status?: string;
-  /** The client's Nomad version (node list stubs). */
-  Version?: string;
 }
 
 export interface JobSummaryCounts extends Passthrough {
@@ -425,6 +423,29 @@ export interface JobSummary extends Passthrough {
   Children: { Pending: number; Running: number; Dead: number } | null;
   CreateIndex: number;
   ModifyIndex: number;
+}
+
+/** A task driver as a node fingerprinted it. */
+export interface DriverInfo extends Passthrough {
+  Detected?: boolean;
+  Healthy?: boolean;
+  HealthDescription?: string;
+}
+
+/** Element of GET /v1/nodes. */
+export interface NodeListStub extends Passthrough {
+  ID: string;
+  Name: string;
+  Datacenter: string;
+  Status: string;
+  SchedulingEligibility?: string;
+  Drain?: boolean;
+  /** By driver name (Nomad 0.9+). */
+  Drivers?: Record<string, DriverInfo> | null;
+  /** The client's Nomad version. */
+  Version?: string;
+  /** 1.6+ */
+  NodePool?: string;
 }
 
 /** Element of GET /v1/jobs. */

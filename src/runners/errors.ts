@@ -116,3 +116,16 @@ export class PoolsStoppedError extends RunnerPoolError {
     super(`the runner pools stopped before ${what}`);
   }
 }
+
+/** An unprivileged execution or file operation in an environment whose runners cannot run one (its unprivileged check failed). */
+export class UnprivilegedUnavailableError extends RunnerPoolError {
+  override name = 'UnprivilegedUnavailableError';
+  override readonly code = 'WARDEN_UNPRIVILEGED_UNAVAILABLE';
+
+  constructor(
+    readonly environmentId: number,
+    readonly reason: string,
+  ) {
+    super(`unprivileged executions cannot run in execution environment ${environmentId}: ${reason}`);
+  }
+}

@@ -60,6 +60,12 @@ export interface ExecutionSettings {
   setuser: readonly string[];
   /** Where commands run (see ExecutionOptions.workingDirectory); undefined: the task's own. */
   workingDirectory: string | undefined;
+  /** The task's variables a command keeps (see ExecutionOptions.keptEnvironment); undefined: all but NOMAD_*. */
+  keptEnvironment: readonly string[] | undefined;
+  /** The runner sees the host's filesystem (raw_exec): file operations are root only within the working directory. */
+  hostFilesystem: boolean;
+  /** Why unprivileged executions cannot run in these runners (their check failed); undefined: they can, or it is not known yet. */
+  unprivilegedProblem: string | undefined;
   /** Time between SIGQUIT and ending the session of a command past its time limit (Poseidon: 3 s). */
   graceMs: number;
   /** Where the stderr fifo under a terminal is made (default /tmp). */
@@ -123,6 +129,7 @@ export function startExecution(start: StartExecution): RunningExecution {
     setuser: settings.setuser,
     ...(settings.fifoDirectory === undefined ? {} : { fifoDirectory: settings.fifoDirectory }),
     ...(settings.workingDirectory === undefined ? {} : { workingDirectory: settings.workingDirectory }),
+    ...(settings.keptEnvironment === undefined ? {} : { keptEnvironment: settings.keptEnvironment }),
     ...(options.stdin === undefined ? {} : { stdin: options.stdin }),
     signal: stop.signal,
   });

@@ -58,6 +58,25 @@ export function readCommand(path: string): string {
   return `${LS} ${shellQuote(path)} && cat ${shellQuote(path)}`;
 }
 
+/** Whether a path stays within the working directory: relative, and not climbing out of it with `..`. */
+export function withinWorkingDirectory(path: string): boolean {
+  const cleaned = cleanPath(path);
+  return !cleaned.startsWith('/') && cleaned !== '..' && !cleaned.startsWith('../');
+}
+
+/** The request's paths within the working directory and beyond it (each part undefined when it has none), in their order. */
+export function splitByReach(request: UpdateFilesRequest): { within: UpdateFilesRequest | undefined; beyond: UpdateFilesRequest | undefined } {
+  const part = (inside: boolean): UpdateFilesRequest | undefined => {
+    const deletions = (request.delete ?? []).filter((path) => (path === './*' || withinWorkingDirectory(path)) === inside);
+    const copies = (request.copy ?? []).filter((file) => withinWorkingDirectory(file.path) === inside);
+    return deletions.length === 0 && copies.length === 0 ? undefined : { delete: deletions, copy: copies };
+  };
+  const within = part(true);
+  const beyond = part(false);
+  // An empty request still runs once (as root, in the working directory), as Poseidon's does.
+  return within === undefined && beyond === undefined ? { within: request, beyond: undefined } : { within, beyond };
+}
+
 /** Deletions, then the archive on stdin extracted as given (absolute paths stay absolute). */
 export function updateCommand(request: UpdateFilesRequest): string {
   const deletions = (request.delete ?? []).map((path) => (path === './*' ? './*' : shellQuote(cleanPath(path))));

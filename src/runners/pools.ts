@@ -17,10 +17,10 @@ import { Subject, type Observable } from 'rxjs';
 import type { EvaluationOutcome } from '../../machines/evaluationOutcome.js';
 import { backoffMs, environmentActorId, type EnvironmentActor, type EnvironmentContext } from '../../machines/environment.js';
 import type { RunnerInput, StopReason } from '../../machines/runnerTypes.js';
-import { DEFAULT_SETUSER } from '../exec/executionOptions.js';
 import type { Allocation, Job } from '../nomad/types.js';
 import type { Supervisor } from '../supervisor/supervisor.js';
 import { errorMessage } from '../errorMessage.js';
+import { driverProfile, POSEIDON_SETUSER } from './drivers.js';
 import { NoIdleRunnerError, PoolsStoppedError, RunnerPoolError, RunnerStoppedError, UnknownEnvironmentError, UnknownRunnerError } from './errors.js';
 import type { ExecutionSettings, RunningExecution } from './execution.js';
 import { JobWrites } from './jobWrites.js';
@@ -37,12 +37,18 @@ import { StrayRunners } from './strayRunners.js';
 import { oneLine } from './taskTrouble.js';
 import { runnerAllocation } from './runnerAllocation.js';
 import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
+import { UnprivilegedChecks, type CheckedRunner, type UnprivilegedCheck } from './unprivilegedCheck.js';
 
 export interface RunnerPoolsOptions {
   /** The shell that runs commands (`<shell> -c <command>`). Default /bin/bash, as Poseidon. */
   shell?: string;
-  /** argv prefix of unprivileged executions. Default Poseidon's `/sbin/setuser user`. */
+  /**
+   * argv prefix of unprivileged executions, for every driver. Default per driver (src/runners/drivers.ts):
+   * Poseidon's `/sbin/setuser user` for docker, `setpriv` to nobody for exec and raw_exec.
+   */
   setuser?: readonly string[];
+  /** Check each environment's unprivileged executions on its first runner (default true; see unprivilegedCheck.ts). */
+  checkUnprivileged?: boolean;
   /**
    * Where commands and relative file paths are, per driver. Default: the image's own for docker,
    * the task's directory (`$NOMAD_TASK_DIR`) for exec and raw_exec.
@@ -114,6 +120,8 @@ export interface EnvironmentSummary {
   failure: string | null;
   /** Pending to running, of the latest runner that became idle (Poseidon's startup duration). */
   lastStartupMs: number | null;
+  /** Whether unprivileged executions work in its runners (checked on the first runner of each template). */
+  unprivileged: UnprivilegedCheck;
 }
 
 /** Poseidon's GET /statistics/execution-environments entry. */
@@ -134,9 +142,10 @@ export interface PoolProblem {
   /**
    * orphan-runner: a runner job of no environment; unknown-runner: one of a known environment that
    * is not Warden's (both left alone); recreated-runner: one a write re-created after its purge (purged);
-   * runner-failed: a runner could not be placed or started (Nomad's reason; the environment backs off).
+   * runner-failed: a runner could not be placed or started (Nomad's reason; the environment backs off);
+   * unprivileged-unavailable: the unprivileged wrapper does not work in an environment's runners.
    */
-  kind: 'orphan-runner' | 'unknown-runner' | 'recreated-runner' | 'runner-failed' | 'recovery-failed' | 'template-placement' | 'environment-failed';
+  kind: 'orphan-runner' | 'unknown-runner' | 'recreated-runner' | 'runner-failed' | 'recovery-failed' | 'template-placement' | 'environment-failed' | 'unprivileged-unavailable';
   message: string;
   environmentId?: number;
   jobId?: string;
@@ -164,11 +173,15 @@ export class RunnerPools {
   readonly startups$: Observable<RunnerStartup>;
   /** An evaluation of the pools' writes followed to its end (as the supervisor's own evaluation children end). */
   readonly evaluations$: Observable<EvaluationOutcome>;
+  /** An environment's unprivileged check ended (a failure is also a problem). */
+  readonly unprivilegedChecks$: Observable<{ environmentId: number; check: UnprivilegedCheck }>;
 
   private readonly changeSubject = new Subject<number>();
   private readonly problemSubject = new Subject<PoolProblem>();
   private readonly startupSubject = new Subject<RunnerStartup>();
   private readonly evaluationSubject = new Subject<EvaluationOutcome>();
+  private readonly checkSubject = new Subject<{ environmentId: number; check: UnprivilegedCheck }>();
+  private readonly checks: UnprivilegedChecks;
   private readonly writes: JobWrites;
   private readonly poolWrites: PoolWrites;
   private readonly environmentActors = new Map<number, EnvironmentActor>();
@@ -204,6 +217,17 @@ export class RunnerPools {
     this.problems$ = this.problemSubject.asObservable();
     this.startups$ = this.startupSubject.asObservable();
     this.evaluations$ = this.evaluationSubject.asObservable();
+    this.unprivilegedChecks$ = this.checkSubject.asObservable();
+    this.checks = new UnprivilegedChecks({
+      target: supervisor,
+      settings: (environmentId) => this.settings(environmentId),
+      alive: (runnerId) => ['idle', 'used'].includes(runnerState(this.runnerActor(runnerId)?.getSnapshot())),
+      checked: (environmentId, check) => {
+        this.checkSubject.next({ environmentId, check });
+        if (check.status === 'failed') this.report({ kind: 'unprivileged-unavailable', environmentId, message: `environment ${environmentId}: unprivileged executions cannot run: ${check.reason}` });
+        this.changeSubject.next(environmentId);
+      },
+    });
     const inspect = supervisor.inspect ? { inspect: supervisor.inspect } : {};
     this.evaluations = new EvaluationFollowers({ nomad: supervisor.nomad, clock: supervisor.clock, ...inspect, ended: (outcome) => this.evaluationSubject.next(outcome) });
     this.writes = new JobWrites(supervisor.nomad, (evalId) => this.evaluations.follow(evalId));
@@ -289,6 +313,7 @@ export class RunnerPools {
       lastError: context.lastError ?? null,
       failure: this.failureOf(context),
       lastStartupMs: context.lastStartupMs ?? null,
+      unprivileged: this.checks.state(id),
     };
   }
 
@@ -497,14 +522,19 @@ export class RunnerPools {
         // One RUNNER.IDLE a step: each startup is seen once.
         if (context.started > started && context.lastStartupMs !== undefined) this.startupSubject.next({ environmentId: spec.id, startupMs: context.lastStartupMs });
         started = context.started;
+        this.checkUnprivileged(spec.id, context);
         this.changeSubject.next(spec.id);
       },
       complete: () => {
-        if (this.environmentActors.get(spec.id) === actor) this.environmentActors.delete(spec.id);
+        if (this.environmentActors.get(spec.id) === actor) {
+          this.environmentActors.delete(spec.id);
+          this.checks.forget(spec.id);
+        }
         this.changeSubject.next(spec.id);
       },
       error: () => this.environmentActors.delete(spec.id),
     });
+    this.checkUnprivileged(spec.id, actor.getSnapshot().context);
     return actor;
   }
 
@@ -640,13 +670,26 @@ export class RunnerPools {
     }
   }
 
+  /** Checks the environment's unprivileged executions on an idle runner, when its template has not been (see unprivilegedCheck.ts). */
+  private checkUnprivileged(environmentId: number, context: EnvironmentContext): void {
+    if (this.options.checkUnprivileged === false || context.idle.length === 0) return;
+    const idle = context.idle.flatMap((runnerId): CheckedRunner[] => {
+      const allocId = this.runnerActor(runnerId)?.getSnapshot().context.allocation?.allocId;
+      return allocId === undefined ? [] : [{ runnerId, allocId }];
+    });
+    this.checks.consider(environmentId, context.templateKey, idle);
+  }
+
   private settings(environmentId: number): ExecutionSettings {
     const spec = this.environmentActors.get(environmentId)?.getSnapshot().context.spec;
-    const defaultDirectory = spec === undefined || spec.driver === 'docker' ? undefined : '$NOMAD_TASK_DIR';
+    const profile = spec === undefined ? undefined : driverProfile(spec.driver);
     return {
       shell: this.options.shell ?? '/bin/bash',
-      setuser: this.options.setuser ?? DEFAULT_SETUSER,
-      workingDirectory: spec && this.options.workingDirectory ? this.options.workingDirectory(spec) : defaultDirectory,
+      setuser: this.options.setuser ?? profile?.setuser ?? POSEIDON_SETUSER,
+      workingDirectory: spec && this.options.workingDirectory ? this.options.workingDirectory(spec) : profile?.workingDirectory,
+      keptEnvironment: profile?.keptEnvironment,
+      hostFilesystem: profile?.hostFilesystem ?? false,
+      unprivilegedProblem: this.checks.problem(environmentId),
       graceMs: (this.options.executionGraceS ?? 3) * 1000,
       ...(this.options.fifoDirectory === undefined ? {} : { fifoDirectory: this.options.fifoDirectory }),
     };
@@ -668,11 +711,13 @@ export class RunnerPools {
     // The environments stopped with the supervisor; their runners and writes' evaluations stop with them, as they are.
     this.runnerActors.stopAll();
     this.evaluations.stop();
+    this.checks.stop();
     for (const runnerId of [...this.running.keys()]) this.endExecutions(runnerId, { kind: 'destroyed', message: 'the supervisor stopped', failure: false });
     this.changeSubject.complete();
     this.problemSubject.complete();
     this.startupSubject.complete();
     this.evaluationSubject.complete();
+    this.checkSubject.complete();
   }
 }
 

@@ -10,6 +10,7 @@
  *   `used` ("true"/"false") and `timeout` (seconds) on runners, `prewarmingPoolSize` on templates.
  */
 import type { Job, NetworkResource, Task, TaskGroup } from '../nomad/types.js';
+import { driverProfile } from './drivers.js';
 import { InvalidEnvironmentError } from './errors.js';
 
 export const TEMPLATE_JOB_PREFIX = 'template';
@@ -225,7 +226,9 @@ function layOver(template: Job, spec: ResolvedEnvironmentSpec, forcePull: boolea
     // Poseidon: without network access the container gets none; with it, the group's network.
     config.network_mode = spec.networkAccess ? '' : 'none';
   }
-  Object.assign(task, { Driver: spec.driver, Config: { ...config, ...spec.driverConfig } });
+  // exec runs a task as nobody unless it names its user: privileged executions need root (see drivers.ts).
+  const user = driverProfile(spec.driver).taskUser;
+  Object.assign(task, { Driver: spec.driver, ...(user === undefined ? {} : { User: user }), Config: { ...config, ...spec.driverConfig } });
   const { MemoryMaxMB: _max, ...resources } = task.Resources ?? {};
   task.Resources = { ...resources, CPU: spec.cpuLimit, ...(spec.memoryLimit > 0 ? { MemoryMaxMB: spec.memoryLimit } : {}) };
   runners.Networks = runnerNetworks(spec, options.network);

@@ -10,9 +10,9 @@ import type { runnerMachine } from '../../machines/runner.js';
 import type { MappedPort, RunnerContext, RunnerExecution, StopReason } from '../../machines/runnerTypes.js';
 import type { Clock } from '../clock/index.js';
 import type { ExecTarget } from '../exec/sessions.js';
-import { RunnerFileError, RunnerFileNotFoundError, RunnerUnavailableError } from './errors.js';
+import { RunnerFileError, RunnerFileNotFoundError, RunnerUnavailableError, UnprivilegedUnavailableError } from './errors.js';
 import { startExecution, type ExecuteOptions, type Execution, type ExecutionOutcome, type ExecutionSettings, type RunningExecution } from './execution.js';
-import { FileContentStream, listCommand, parseListing, readCommand, tarArchive, updateCommand, type FileHeader, type UpdateFilesRequest } from './files.js';
+import { FileContentStream, listCommand, parseListing, readCommand, splitByReach, tarArchive, updateCommand, type FileHeader, type UpdateFilesRequest } from './files.js';
 
 export type RunnerActor = ActorRefFrom<typeof runnerMachine>;
 
@@ -115,11 +115,26 @@ export class Runner {
     return this.start('execute', options);
   }
 
-  /** Deletes, then writes (a tar archive streamed into the runner), as the privileged user. */
+  /**
+   * Deletes, then writes (a tar archive streamed into the runner), as the privileged user. Where the
+   * runner sees the host's filesystem (raw_exec), only paths within its working directory are written
+   * as root; the others as the unprivileged user, who may do there what the runner's own code may.
+   */
   async updateFiles(request: UpdateFilesRequest): Promise<void> {
-    const archive = tarArchive(request.copy ?? [], Math.floor(this.host.clock.now() / 1000));
-    const done = await this.complete('files.write', { command: updateCommand(request), privileged: true, stdin: archive });
-    if (done.exitCode !== 0) throw new RunnerFileError(`file copy failed: stderr output '${done.stderr}' and stdout output '${done.stdout}'`, done.exitCode, done.stderr);
+    const { hostFilesystem } = this.host.settings(this.environmentId);
+    const parts = hostFilesystem ? splitByReach(request) : { within: request, beyond: undefined };
+    const failures: Completed[] = [];
+    for (const [part, privileged] of [[parts.within, true], [parts.beyond, false]] as const) {
+      if (part === undefined) continue;
+      const archive = tarArchive(part.copy ?? [], Math.floor(this.host.clock.now() / 1000));
+      const done = await this.complete('files.write', { command: updateCommand(part), privileged, stdin: archive });
+      if (done.exitCode !== 0) failures.push(done);
+    }
+    const [first] = failures;
+    if (first === undefined) return;
+    const stderr = failures.map((done) => done.stderr).join('');
+    const stdout = failures.map((done) => done.stdout).join('');
+    throw new RunnerFileError(`file copy failed: stderr output '${stderr}' and stdout output '${stdout}'`, first.exitCode, stderr);
   }
 
   /** Poseidon's listing: names, types, sizes, modes, owners, modification times (recursive by default). */
@@ -143,6 +158,8 @@ export class Runner {
     });
     const stderr = streamText(execution.stderr);
     const failed = execution.outcome.then(async (outcome) => {
+      // A command that could not run at all (a missing wrapper) is not a missing file: its cause is the answer.
+      if (outcome.status === 'failed') throw outcome.error;
       const exitCode = outcome.status === 'exited' ? outcome.exitCode : -1;
       throw new RunnerFileNotFoundError(`file not found or insufficient permissions: ${path}`, exitCode, await stderr);
     });
@@ -178,6 +195,8 @@ export class Runner {
     if (actor === undefined || snapshot === undefined || this.state !== 'used' || allocId === undefined) {
       throw new RunnerUnavailableError(this.id, this.state === 'destroyed' ? 'is gone' : `is ${this.state}, not claimed`);
     }
+    const settings = this.host.settings(this.environmentId);
+    if (options.privileged !== true && settings.unprivilegedProblem !== undefined) throw new UnprivilegedUnavailableError(this.environmentId, settings.unprivilegedProblem);
     const id = randomUUID();
     const running = this.host.executions(this.id);
     const execution = startExecution({
@@ -185,7 +204,7 @@ export class Runner {
       clock: this.host.clock,
       allocId,
       id,
-      settings: this.host.settings(this.environmentId),
+      settings,
       options,
       onEnd: () => {
         running.delete(id);

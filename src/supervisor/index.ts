@@ -62,7 +62,10 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
   const clock = options.clock ?? systemClock;
   const ownsClient = !(options.nomad instanceof NomadClient);
   const nomad = options.nomad instanceof NomadClient ? options.nomad : new NomadClient(options.nomad, { clock });
-  const scope = resolveScope(options.scope);
+  // The client's namespace (NOMAD_NAMESPACE) is the one to watch unless the scope names others, as the Nomad CLI reads it.
+  const requested: SupervisorScope | undefined =
+    options.scope?.namespaces?.length || nomad.config.namespace === undefined ? options.scope : { ...options.scope, namespaces: [nomad.config.namespace] };
+  const scope = resolveScope(requested);
   const backoff = options.random === undefined ? undefined : { random: options.random };
   const consul =
     options.consul === undefined || options.consul instanceof ConsulClient ? options.consul : new ConsulClient(options.consul, { clock, ...(backoff ? { backoff } : {}) });
@@ -83,7 +86,7 @@ export function createSupervisor(options: SupervisorOptions): Supervisor {
     },
     ownsClient,
     logger: structuredLogger(options.logger ?? silentLogger, [nomad.config.token, consul?.config.token]),
-    ...(options.scope ? { scope: options.scope } : {}),
+    ...(requested ? { scope: requested } : {}),
     ...(options.policy ? { policy: options.policy } : {}),
     ...(options.historySize ? { historySize: options.historySize } : {}),
     ...(options.inspect ? { inspect: options.inspect } : {}),

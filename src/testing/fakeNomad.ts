@@ -88,6 +88,8 @@ export interface FakeNomadOptions {
    * failures (see nomad/actingCluster.ts). Allocation directories go under the exec root.
    */
   acting?: boolean | ActingClusterOptions;
+  /** The drivers its node reports healthy on GET /v1/nodes (default exec and raw_exec, as a dev agent with raw_exec enabled). */
+  drivers?: readonly string[];
 }
 
 /** The ACL capability a path needs, of those FakeNomad can be told the token lacks. */
@@ -139,6 +141,7 @@ export class FakeNomad {
     this.features = fakeNomadFeatures(options.version);
     this.cluster = new ClusterState(clock, this.broker, random, options.initialIndex ?? 1);
     this.cluster.features = this.features;
+    if (options.drivers !== undefined) this.cluster.nodeDrivers = [...options.drivers];
     this.checks = new FakeNomadChecks(this.cluster, clock);
     this.clients = new ClientDisconnects(this.cluster, clock, this.features);
     this.blocking = { clock, random, onChange: (listener) => this.cluster.onChange(listener) };

@@ -5,11 +5,14 @@
  * would spawn) and a sample of 40 end to end through the fake exec endpoint.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fc } from '@fast-check/jest';
 import { runCommand, type RunCommandOptions } from '../../src/exec/runCommand.js';
 import { ShellQuoteError, shellJoin, shellQuote } from '../../src/exec/shellQuote.js';
 import { stderrReaderCommand, wrapCommand, type ExecutionOptions } from '../../src/exec/executionOptions.js';
+import { asRoot } from '../testing/helpers.js';
 import { collect, opened, startHarness, type Harness } from './harness.js';
 
 /** setpriv drops to nobody the way /sbin/setuser drops to `user` in Poseidon's images. */
@@ -70,6 +73,33 @@ describe('through the fake exec endpoint', () => {
     expect(fifos()).toEqual(before);
   });
 
+  test('keptEnvironment: the command starts from those of the task\'s variables that are set, and its own', async () => {
+    const result = await run({ command: ['env', 'MINE=1', '/bin/sh', '-c', 'env | sort'], keptEnvironment: ['PATH', 'TZ'] });
+    expect(result.stdout.split('\n').filter(Boolean).map((line) => line.split('=')[0])).toEqual(['MINE', 'PATH', 'PWD']);
+  });
+
+  test('a working directory that cannot be entered: said on stderr, even with the fifo, and the session ends', async () => {
+    const result = await run({ command: ['true'], workingDirectory: '/nonexistent/dir', tty: true, separateStderr: true });
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain('/nonexistent/dir');
+  });
+
+  asRoot('unprivileged: set up as the task user, only the command dropped to the wrapper\'s user', async () => {
+    // A working directory nobody can reach by its path (a Nomad client's 0700 data dir), and the fifo.
+    const root = mkdtempSync(join(tmpdir(), 'warden-closed-'));
+    const work = join(root, 'task', 'local');
+    mkdirSync(work, { recursive: true });
+    chmodSync(join(root, 'task'), 0o777);
+    chmodSync(work, 0o777);
+    try {
+      const script = 'id -u; touch made && ls made; stat -L -c "%U %a" /proc/self/fd/2 >&2';
+      const result = await run({ command: ['/bin/sh', '-c', script], workingDirectory: work, privileged: false, tty: true, separateStderr: true });
+      expect(result).toMatchObject({ stdout: '65534\r\nmade\r\n', stderr: 'root 600\n', exitCode: 0 });
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test('a megabyte of stderr through the fifo arrives whole while stdout stays on the terminal', async () => {
     const script = "head -c 1000000 /dev/zero | tr '\\0' e >&2; echo done";
     const result = await run({ command: ['/bin/sh', '-c', script], tty: true, separateStderr: true, privileged: false });
@@ -100,7 +130,12 @@ const hostile = fc.string({
 });
 const anyText = fc.string({ unit: 'binary' }).filter((s) => !s.includes('\0') && Buffer.from(s).toString() === s);
 const argvArb = fc.array(fc.oneof(hostile, anyText), { maxLength: 6 });
-const optionsArb = fc.record({ privileged: fc.boolean(), removeNomadEnvironment: fc.boolean(), separateStderr: fc.boolean() });
+const optionsArb = fc.record({
+  privileged: fc.boolean(),
+  removeNomadEnvironment: fc.boolean(),
+  separateStderr: fc.boolean(),
+  keptEnvironment: fc.constantFrom(undefined, ['PATH'], ['PATH', 'HOME', 'TERM']),
+});
 
 /** A probe that prints its arguments NUL-terminated, to stdout or (for the fifo case) stderr. */
 function probe(args: readonly string[], toStderr: boolean): string[] {
@@ -116,14 +151,14 @@ function spawnOutput(argv: readonly string[]): Promise<string> {
 
 test('property: any argument vector survives every wrapper exactly, on real /bin/sh (1,000 runs)', async () => {
   await fc.assert(
-    fc.asyncProperty(argvArb, optionsArb, async (args, { separateStderr, ...rest }) => {
-      const options: ExecutionOptions = { ...rest, setuser: SETUSER, fifoDirectory: '/tmp' };
+    fc.asyncProperty(argvArb, optionsArb, async (args, { separateStderr, keptEnvironment, ...rest }) => {
+      const options: ExecutionOptions = { ...rest, ...(keptEnvironment ? { keptEnvironment } : {}), setuser: SETUSER, fifoDirectory: '/tmp' };
       if (!separateStderr) {
         expect(await spawnOutput(wrapCommand(probe(args, false), options))).toBe(expected(args));
         return;
       }
       const fifo = `/tmp/warden-stderr-prop-${process.pid}.fifo`;
-      const stderr = spawnOutput(stderrReaderCommand(fifo, options));
+      const stderr = spawnOutput(stderrReaderCommand(fifo));
       await spawnOutput(wrapCommand(probe(args, true), options, fifo));
       expect(await stderr).toBe(expected(args));
       expect(existsSync(fifo)).toBe(false);
@@ -134,9 +169,9 @@ test('property: any argument vector survives every wrapper exactly, on real /bin
 
 test('property sample: argument vectors survive through the fake exec endpoint (40 runs, tty and not)', async () => {
   await fc.assert(
-    fc.asyncProperty(argvArb, optionsArb, fc.boolean(), async (args, options, tty) => {
+    fc.asyncProperty(argvArb, optionsArb, fc.boolean(), async (args, { keptEnvironment, ...options }, tty) => {
       const split = tty && options.separateStderr;
-      const result = await run({ ...options, tty, command: probe(args, split) });
+      const result = await run({ ...options, ...(keptEnvironment ? { keptEnvironment } : {}), tty, command: probe(args, split) });
       expect(result.exitCode).toBe(0);
       expect(split ? result.stderr : result.stdout).toBe(tty && !split ? expected(args).replaceAll('\n', '\r\n') : expected(args));
     }),

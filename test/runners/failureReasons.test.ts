@@ -129,7 +129,8 @@ describe('the stderr fifo', () => {
 
   it('is gone, with its reader, however early the client hangs up (10 executions interrupted at once)', async () => {
     const fifos = mkdtempSync(join(tmpdir(), 'warden-fifos-'));
-    const h = await startPoolHarness({ pools: { fifoDirectory: fifos } });
+    // Real processes on a virtual clock: a grace longer than they take to end, or a slow SIGQUIT takes the runner.
+    const h = await startPoolHarness({ pools: { fifoDirectory: fifos, executionGraceS: 60 } });
     try {
       await putEnvironment(h, 45);
       await h.driveUntil(() => h.pools.environment(45)?.idleRunners === 1);

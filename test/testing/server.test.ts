@@ -49,11 +49,12 @@ describe('FakeNomad HTTP server', () => {
     expect(await ids('/v1/jobs?prefix=web')).toEqual(['web-a', 'web-b']);
     expect(await ids('/v1/jobs?namespace=team')).toEqual(['web-c']);
     expect(await ids('/v1/jobs?namespace=*&prefix=web')).toEqual(['web-a', 'web-b', 'web-c']);
-    // Register: ?namespace= wins over the request's Namespace, which wins over the job's.
+    // Register: the job's own Namespace, whatever ?namespace= and the request's say; "default" when it has none (Nomad 1.1.2, measured).
     await call(env.fake.address, 'PUT', '/v1/jobs?namespace=ops', { Job: serviceJob('q', { Namespace: 'team' }), Namespace: 'batch' });
-    await call(env.fake.address, 'PUT', '/v1/jobs', { Job: serviceJob('r', { Namespace: 'team' }), Namespace: 'batch' });
-    expect(await ids('/v1/jobs?namespace=ops')).toEqual(['q']);
-    expect(await ids('/v1/jobs?namespace=batch')).toEqual(['r']);
+    await call(env.fake.address, 'PUT', '/v1/jobs?namespace=ops', { Job: { ...serviceJob('r'), Namespace: undefined }, Namespace: 'batch' });
+    expect(await ids('/v1/jobs?namespace=ops')).toEqual([]);
+    expect(await ids('/v1/jobs?namespace=team')).toEqual(['q', 'web-c']);
+    expect(await ids('/v1/jobs?prefix=r')).toEqual(['r']);
   });
 
   it('gzips bodies and the event stream when asked', async () => {

@@ -68,6 +68,8 @@ export class ClusterState extends ClusterStore {
   readonly nodeName = 'fake-nomad';
   /** The node's computed class ("v1:" and a 64-bit hash in Nomad). */
   private readonly computedClass: string;
+  /** The task drivers the node reports healthy (its commands run as local processes whichever it is). */
+  nodeDrivers: readonly string[] = ['exec', 'raw_exec'];
   /** The next dynamic port the scheduler hands out on the fake's node. */
   private nextPort = 20_000;
   /** While a client update is applied: the time its RPC arrived, every allocation's ModifyTime. */

@@ -9,10 +9,20 @@ import type { JsonObject } from './jobSpec.js';
 import type { Route, RouteContext } from './routes.js';
 import { sendJson, sendText } from './wire.js';
 
+/** The node's drivers as a dev agent fingerprints them: docker not detected unless named among the node's drivers. */
+function drivers(cluster: ClusterState): JsonObject {
+  const found: JsonObject = {};
+  for (const name of new Set(['docker', ...cluster.nodeDrivers])) {
+    const healthy = cluster.nodeDrivers.includes(name);
+    found[name] = { Attributes: null, Detected: healthy, Healthy: healthy, HealthDescription: healthy ? 'Healthy' : 'Failed to connect to docker daemon', UpdateTime: '2026-01-01T00:00:00Z' };
+  }
+  return found;
+}
+
 function nodeStub(cluster: ClusterState): JsonObject {
   const { node } = cluster;
   return {
-    Address: '127.0.0.1', CreateIndex: 1, Datacenter: node.Datacenter, Drain: false, Drivers: {}, ID: cluster.nodeId, LastDrain: null,
+    Address: '127.0.0.1', CreateIndex: 1, Datacenter: node.Datacenter, Drain: false, Drivers: drivers(cluster), ID: cluster.nodeId, LastDrain: null,
     ModifyIndex: 1, Name: cluster.nodeName, NodeClass: node.NodeClass, NodePool: node.NodePool, SchedulingEligibility: 'eligible', Status: 'ready',
     StatusDescription: '', Version: cluster.features.version,
   };

@@ -80,10 +80,10 @@ async function untilReady(child: ChildProcess, ready: () => Promise<boolean>, ti
   }
 }
 
-function launch(binary: string, args: readonly string[], dataDir: string, logFile: string): ChildProcess {
+function launch(binary: string, args: readonly string[], dataDir: string, logFile: string, env: Readonly<Record<string, string>> = {}): ChildProcess {
   const log = createWriteStream(logFile);
   // Its own process group, so that whatever it starts can be ended with it.
-  const child = spawn(binary, args, { cwd: dataDir, env: CLEAN_ENV, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, args, { cwd: dataDir, env: { ...CLEAN_ENV, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.pipe(log);
   child.stderr?.pipe(log);
   return child;
@@ -127,6 +127,8 @@ export interface NomadAgentOptions {
   /** The Consul agent Nomad registers services with; without it Nomad runs with no Consul. */
   consul?: Pick<Agent, 'address'>;
   attempts?: number;
+  /** Variables the agent runs with beyond CLEAN_ENV (raw_exec and exec tasks inherit them). */
+  env?: Readonly<Record<string, string>>;
 }
 
 function nomadConfig(ports: { http: number; rpc: number; serf: number }, consul: string | undefined): string {
@@ -171,7 +173,7 @@ export async function startNomad(options: NomadAgentOptions = {}): Promise<Agent
     const configFile = join(dataDir, 'agent.hcl');
     writeFileSync(configFile, nomadConfig(ports, options.consul?.address));
     const address = `http://127.0.0.1:${ports.http}`;
-    const child = launch(binary, ['agent', '-dev', `-config=${configFile}`, `-data-dir=${join(dataDir, 'data')}`], dataDir, logFile);
+    const child = launch(binary, ['agent', '-dev', `-config=${configFile}`, `-data-dir=${join(dataDir, 'data')}`], dataDir, logFile, options.env);
     try {
       return await started('nomad', child, address, dataDir, logFile, async () => {
         const leader = await getJson(`${address}/v1/status/leader`);

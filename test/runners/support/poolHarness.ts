@@ -42,10 +42,10 @@ export interface PoolHarness {
   close(): Promise<void>;
 }
 
-async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver, wire?: WireLayer) {
+async function startSupervisor(fake: FakeNomad, clock: VirtualClock, options: RunnerPoolsOptions, tally: WireTally, inspect?: InspectionObserver, wire?: WireLayer, namespace?: string) {
   // A test's own layer goes outside the tally: a request it holds back is not one the fake has yet to answer.
   const layer: WireLayer = wire === undefined ? tally.layer : (network) => wire(tally.layer(network));
-  const nomad = new NomadClient({ address: fake.address }, { clock, gzip: false, wire: layer });
+  const nomad = new NomadClient({ address: fake.address, ...(namespace === undefined ? {} : { namespace }) }, { clock, gzip: false, wire: layer });
   const supervisor = createSupervisor({ nomad, clock, ...(inspect ? { inspect } : {}) });
   const pools = createRunnerPools(supervisor, { setuser: SETUSER, ...options });
   return { nomad, supervisor, pools };
@@ -57,6 +57,10 @@ export async function startPoolHarness(
     acting?: ActingClusterOptions;
     start?: number;
     inspect?: InspectionObserver;
+    /** Variables every runner's task has (as exec and raw_exec tasks inherit the Nomad agent's). */
+    taskEnv?: Readonly<Record<string, string>>;
+    /** The Nomad namespace the pools work in (NOMAD_NAMESPACE). */
+    namespace?: string;
     /** A layer of the test's own on the client's wire, given the fake (see racingRegister.ts). */
     wire?: (fake: FakeNomad) => WireLayer;
     /** The fake refuses every connection until `fake.faults.clear()`: the pools are not waited for. */
@@ -66,7 +70,7 @@ export async function startPoolHarness(
   const clock = new VirtualClock({ start: options.start ?? START });
   // Node's stdio pipes are sockets, and bash reads ~/.bashrc when its stdin is one (its rshd rule):
   // a HOME without one keeps the machine's own start-up files out of the runners' shells.
-  const fake = await FakeNomad.start({ clock, acting: { gcAfterMs: 10_000, ...options.acting }, exec: { env: { HOME: tmpdir() } } });
+  const fake = await FakeNomad.start({ clock, acting: { gcAfterMs: 10_000, ...options.acting }, exec: { env: { HOME: tmpdir(), ...options.taskEnv } } });
   const problems: PoolProblem[] = [];
   // Time moves only once the fake and the client are quiet, and stands still while a runner's command runs.
   const tally = new WireTally();
@@ -74,7 +78,7 @@ export async function startPoolHarness(
   driver.add({ server: fake.activity, client: tally });
   const wire = options.wire?.(fake);
   if (options.refuseAtStart === true) fake.faults.refuseConnections();
-  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect, wire);
+  let current = await startSupervisor(fake, clock, options.pools ?? {}, tally, options.inspect, wire, options.namespace);
   current.pools.problems$.subscribe((problem) => problems.push(problem));
 
   const drive = async (ms: number, stepMs = 50): Promise<void> => {
@@ -117,7 +121,7 @@ export async function startPoolHarness(
     restart: async (poolOptions = options.pools ?? {}) => {
       await current.supervisor.stop();
       await current.nomad.close();
-      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect, wire);
+      current = await startSupervisor(fake, clock, poolOptions, tally, options.inspect, wire, options.namespace);
       current.pools.problems$.subscribe((problem) => problems.push(problem));
       await settled(current.pools.ready);
     },
