@@ -192,25 +192,17 @@ test("a template job file, the runners' network and force pulls: Poseidon's keys
     '    dns: { servers: [10.0.0.2], searches: [example.org], options: [ndots:2] }',
     '',
   ].join('\n');
-  expect(settingsOf(yaml)).toEqual({
+  const applied = {
     templateJobFile: join(dir, 'poseidon.hcl'),
     disableForcePull: true,
     networkMode: 'cni/secure-bridge',
     networkDnsServers: ['10.0.0.2'],
     networkDnsSearches: ['example.org'],
     networkDnsOptions: ['ndots:2'],
-    nomad: {},
-    notes: [],
-  });
+  };
+  expect(settingsOf(yaml)).toEqual({ ...applied, nomad: {}, notes: [] });
   writeFileSync(join(dir, 'configuration.yaml'), yaml);
-  expect(readServeConfiguration({}, {}, dir).options).toEqual({
-    templateJobFile: join(dir, 'poseidon.hcl'),
-    disableForcePull: true,
-    networkMode: 'cni/secure-bridge',
-    networkDnsServers: ['10.0.0.2'],
-    networkDnsSearches: ['example.org'],
-    networkDnsOptions: ['ndots:2'],
-  });
+  expect(readServeConfiguration({}, {}, dir).options).toEqual(applied);
   // The network is one setting: a flag naming any part of it replaces the configuration's whole.
   expect(readServeConfiguration({ networkMode: 'bridge' }, {}, dir).options).toEqual({ templateJobFile: join(dir, 'poseidon.hcl'), disableForcePull: true, networkMode: 'bridge' });
 });
