@@ -14,7 +14,8 @@ import { createRunnerPools, type PoolProblem, type RunnerPools } from '../../src
 import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { recordFigure } from './support/figures.js';
-import { liveClient, liveEnv, waitFor } from './support/live.js';
+import { waitFor } from './support/live.js';
+import { liveNamespace } from './support/namespace.js';
 import { until } from './support/pools.js';
 
 /** WARDEN_LIVE_RACE_ITERATIONS runs a longer loop by hand. */
@@ -27,10 +28,12 @@ describe('claim then delete at once, on a real Nomad', () => {
   let server: ApiServer;
   const problems: PoolProblem[] = [];
   const id = randomInt(800_000, 899_999);
-  const nomad = liveClient();
+  const namespace = liveNamespace('warden-race');
+  const nomad = namespace.client();
 
   beforeAll(async () => {
-    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(liveEnv()) });
+    await namespace.create();
+    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(namespace.liveEnv()) });
     pools = createRunnerPools(supervisor, { shell: '/bin/sh' });
     pools.problems$.subscribe((problem) => problems.push(problem));
     await pools.ready;
@@ -42,6 +45,7 @@ describe('claim then delete at once, on a real Nomad', () => {
     await supervisor.stop();
     for (const job of (await nomad.listJobs(`${id}-`)).body) await nomad.deregisterJob(job.ID, { purge: true }).catch(() => undefined);
     await nomad.close();
+    await namespace.remove();
   });
 
   it(`${ITERATIONS} claims each destroyed at once leave no runner job behind`, async () => {

@@ -17,18 +17,21 @@ import { createRunnerPools } from '../../src/runners/pools.js';
 import { createSupervisor } from '../../src/supervisor/index.js';
 import { liveDriver, runPoolLife, sequentialRunnerIds } from '../runners/support/poolLife.js';
 import { replayPoolLife, POOL_LIFE_FIXTURE } from '../runners/support/poolLifeReplay.js';
-import { liveAgents, liveEnv } from './support/live.js';
+import { liveAgents } from './support/live.js';
+import { liveNamespace } from './support/namespace.js';
 
 test('a pool life recorded on the real agent replays to the same states, step by step', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'warden-pool-life-'));
   const file = join(dir, 'recording.ndjson');
   const environmentId = randomInt(600_000, 699_999);
+  const namespace = liveNamespace('warden-pool-life');
+  await namespace.create();
   const { recorder, close } = recordToFile(file, {
     clock: systemClock,
     command: { name: 'pools', options: { environmentId } },
-    env: { NOMAD_ADDR: liveAgents().nomad },
+    env: { NOMAD_ADDR: liveAgents().nomad, NOMAD_NAMESPACE: namespace.name },
   });
-  const nomad = new NomadClient(nomadConfigFromEnv(liveEnv()), { clock: systemClock, wire: recorder.layer });
+  const nomad = new NomadClient(nomadConfigFromEnv(namespace.liveEnv()), { clock: systemClock, wire: recorder.layer });
   const supervisor = createSupervisor({ nomad, clock: systemClock, random: recorder.random });
   const pools = createRunnerPools(supervisor, { shell: '/bin/sh', newRunnerId: sequentialRunnerIds() });
   let life;
@@ -40,6 +43,7 @@ test('a pool life recorded on the real agent replays to the same states, step by
     await supervisor.stop();
     await nomad.close();
     await close();
+    await namespace.remove();
   }
   try {
     expect(life.steps.map((s) => s.state.runners)).toHaveLength(5);

@@ -15,7 +15,7 @@ import { createRunnerPools, type PoolProblem, type RunnerPools } from '../../src
 import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { recordFigure } from './support/figures.js';
-import { liveClient, liveEnv } from './support/live.js';
+import { liveNamespace } from './support/namespace.js';
 import { until } from './support/pools.js';
 
 describe("Poseidon's pool semantics on a real Nomad", () => {
@@ -24,7 +24,8 @@ describe("Poseidon's pool semantics on a real Nomad", () => {
   let server: ApiServer;
   const problems: PoolProblem[] = [];
   const registered: Job[] = [];
-  const nomad = liveClient();
+  const namespace = liveNamespace('warden-pool-semantics');
+  const nomad = namespace.client();
   const ids = [randomInt(700_000, 749_999), randomInt(750_000, 799_999)];
 
   const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; json: unknown }> => {
@@ -47,7 +48,8 @@ describe("Poseidon's pool semantics on a real Nomad", () => {
     });
 
   beforeAll(async () => {
-    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(liveEnv()) });
+    await namespace.create();
+    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(namespace.liveEnv()) });
     pools = createRunnerPools(supervisor, { shell: '/bin/sh', backoff: { initialMs: 2_000, maxMs: 8_000 } });
     pools.problems$.subscribe((p) => problems.push(p));
     // The runner jobs as Nomad stores them, from its own event stream.
@@ -60,6 +62,7 @@ describe("Poseidon's pool semantics on a real Nomad", () => {
     for (const id of ids) await pools.deleteEnvironment(id).catch(() => undefined);
     await supervisor.stop();
     await nomad.close();
+    await namespace.remove();
   });
 
   it("a runner that cannot start: Nomad's reason in the problem (the log), /health and POST /runners", async () => {

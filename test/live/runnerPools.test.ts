@@ -9,22 +9,25 @@ import { createRunnerPools, type RunnerPools } from '../../src/runners/pools.js'
 import { createSupervisor } from '../../src/supervisor/index.js';
 import type { Supervisor } from '../../src/supervisor/supervisor.js';
 import { collect } from '../runners/support/poolHarness.js';
-import { liveClient, liveEnv } from './support/live.js';
+import { liveNamespace } from './support/namespace.js';
 import { until } from './support/pools.js';
 
 describe('runner pools against a real Nomad', () => {
   let supervisor: Supervisor;
   let pools: RunnerPools;
   const id = randomInt(900_000, 999_999);
+  const namespace = liveNamespace('warden-pools');
 
   beforeAll(async () => {
-    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(liveEnv()) });
+    await namespace.create();
+    supervisor = createSupervisor({ nomad: nomadConfigFromEnv(namespace.liveEnv()) });
     pools = createRunnerPools(supervisor, { shell: '/bin/sh' });
     await pools.ready;
   });
   afterAll(async () => {
     await pools.deleteEnvironment(id).catch(() => undefined);
     await supervisor.stop();
+    await namespace.remove();
   });
 
   it('a raw_exec environment: warm pool, claim, command, files, destroy, delete', async () => {
@@ -50,7 +53,7 @@ describe('runner pools against a real Nomad', () => {
 
     // The used mark is in the job's meta (an in-place update: the same allocation runs on).
     const allocation = runner.info()?.allocationId;
-    const nomad = liveClient();
+    const nomad = namespace.client();
     try {
       const job = (await nomad.getJob(runner.id)).body;
       expect(job.TaskGroups?.find((g) => g.Name === 'config')?.Meta).toMatchObject({ used: 'true', timeout: '120' });

@@ -5,10 +5,11 @@
  * WebSocket). Waits are on what the process prints or on the API's answers, each with a bound.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { packedWarden } from '../../cli/support/packedWarden.js';
-import { liveAgents, liveEnv } from './live.js';
+import { liveEnv } from './live.js';
+
+export { liveNamespace, type LiveNamespace } from './namespace.js';
 
 /** A server message of Poseidon's WebSocket protocol. */
 export interface Message {
@@ -190,34 +191,4 @@ export class PoseidonClient {
 export function output(messages: readonly Message[]): Omit<Ran, 'close'> {
   const text = (type: string): string => messages.filter((m) => m.type === type).map((m) => String(m.data)).join('');
   return { stdout: text('stdout'), stderr: text('stderr'), control: messages.filter((m) => !['stdout', 'stderr'].includes(m.type)) };
-}
-
-export interface LiveNamespace {
-  readonly name: string;
-  /** NOMAD_NAMESPACE for the serve processes. */
-  readonly env: NodeJS.ProcessEnv;
-  create(): Promise<void>;
-  /** Purges its jobs and deletes it: call once nothing writes to it any more (serve stopped). */
-  remove(): Promise<void>;
-}
-
-/**
- * A Nomad namespace of the suite's own, so that the `warden serve` it starts recovers and manages
- * only the environments it made (a serve adopts every environment of its namespace).
- */
-export function liveNamespace(name: string): LiveNamespace {
-  const { nomad } = liveAgents();
-  const namespace = `${name}-${randomBytes(3).toString('hex')}`;
-  const create = async (): Promise<void> => {
-    const created = await fetch(`${nomad}/v1/namespace/${namespace}`, { method: 'PUT', body: JSON.stringify({ Name: namespace, Description: 'a warden live suite' }) });
-    if (created.status !== 200) throw new Error(`namespace ${namespace}: ${created.status} ${await created.text()}`);
-  };
-  const remove = async (): Promise<void> => {
-    const jobs = (await (await fetch(`${nomad}/v1/jobs?namespace=${namespace}`)).json()) as { ID: string }[];
-    for (const job of jobs) await (await fetch(`${nomad}/v1/job/${encodeURIComponent(job.ID)}?purge=true&namespace=${namespace}`, { method: 'DELETE' })).text();
-    // A namespace with jobs (even dead ones not yet collected) cannot be deleted: garbage-collect first.
-    await (await fetch(`${nomad}/v1/system/gc`, { method: 'PUT' })).text();
-    await (await fetch(`${nomad}/v1/namespace/${namespace}`, { method: 'DELETE' })).text();
-  };
-  return { name: namespace, env: { NOMAD_NAMESPACE: namespace }, create, remove };
 }

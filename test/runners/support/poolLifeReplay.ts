@@ -18,7 +18,8 @@ export async function replayPoolLife(text: string, recorded: PoolLife): Promise<
   const recording = parseTrafficRecording(text);
   const clock = new VirtualClock({ start: recording.header.start });
   const wire = new ReplayWire(recording, clock);
-  const nomad = new NomadClient({ address: recording.header.env.NOMAD_ADDR ?? 'http://127.0.0.1:4646' }, { clock, wire: wire.layer });
+  const { NOMAD_ADDR: address = 'http://127.0.0.1:4646', NOMAD_NAMESPACE: namespace } = recording.header.env;
+  const nomad = new NomadClient({ address, ...(namespace === undefined ? {} : { namespace }) }, { clock, wire: wire.layer });
   const supervisor = createSupervisor({ nomad, clock, random: wire.random });
   const pools = createRunnerPools(supervisor, { shell: '/bin/sh', newRunnerId: sequentialRunnerIds() });
   const driver = replayDriver(clock, recording.header.start, recording.endsAt);
