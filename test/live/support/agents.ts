@@ -38,7 +38,7 @@ export function findBinary(name: string, variable: string, env: NodeJS.ProcessEn
       // not this one
     }
   }
-  throw new Error(`the live tier needs a ${name} binary: set ${variable} or put ${name} on PATH (CI uses ../shared/bin)`);
+  throw new Error(`the live tier needs a ${name} binary: set ${variable} or put ${name} on PATH (.ci/run puts Nomad 1.1.2 and Consul 1.8.7 first on PATH)`);
 }
 
 /** A TCP port free on 127.0.0.1 now (the agent may still lose it to a race: start() retries). */
