@@ -150,16 +150,29 @@ abstract class BaseTarget implements Target {
     const work = new Promise<ExecOutcome>((resolve, reject) => {
       const socket = new WebSocket(`${this.address.replace(/^http/, 'ws')}${path}`);
       const frames: Record<string, unknown>[] = [];
-      socket.on('unexpected-response', (_request, response) => {
+      let refused = false;
+      socket.on('unexpected-response', (request, response) => {
+        refused = true;
         let body = '';
         response.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        response.on('end', () => resolve({ http: response.statusCode ?? 0, body }));
+        response.on('end', () => {
+          // Nomad keeps the connection of a refusal before the upgrade open (Go's keep-alive), and ws
+          // leaves a refused handshake's connection to whoever listens for this event: end it, and
+          // answer once it is closed, so that a case leaves no socket behind.
+          const answer = (): void => resolve({ http: response.statusCode ?? 0, body });
+          const connection = request.socket;
+          if (connection === null || connection.closed) answer();
+          else connection.once('close', answer);
+          socket.terminate();
+        });
       });
       socket.on('open', () => {
         for (const frame of input) socket.send(JSON.stringify(frame));
       });
       socket.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>));
-      socket.on('close', (code, reason) => resolve({ frames, code, reason: reason.toString('utf8') }));
+      socket.on('close', (code, reason) => {
+        if (!refused) resolve({ frames, code, reason: reason.toString('utf8') });
+      });
       socket.on('error', (error) => {
         if (socket.readyState === WebSocket.CLOSED) reject(error);
       });
