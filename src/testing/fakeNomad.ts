@@ -191,6 +191,11 @@ export class FakeNomad {
     return allocation;
   }
 
+  /** Client connections open now (requests, event streams, exec websockets), for a test to see what a client left open. */
+  get openConnections(): number {
+    return this.sockets.size;
+  }
+
   /** 'http://127.0.0.1:<port>' or 'https://127.0.0.1:<port>'. */
   get address(): string {
     const { port } = this.server.address() as AddressInfo;
@@ -267,6 +272,8 @@ export class FakeNomad {
   }
 
   private accept(socket: Socket): void {
+    // A connection handed back after an exec refusal (attachFakeExec) is one already accepted.
+    if (this.sockets.has(socket)) return;
     if (this.faults.takeRefusal()) {
       socket.destroy();
       return;

@@ -3,6 +3,7 @@
  * and close, and each mistake where the client sees it, an HTTP error before the upgrade or a
  * close frame after it (1008 for Nomad's 4xx, 1011 for its 500s).
  */
+import { getRequest, overOneConnection, upgradeRequest, type RawAnswer } from './support/rawConnection.js';
 import { register, rawExecJob } from './support/scenario.js';
 import { useTarget, type ExecOutcome } from './support/target.js';
 
@@ -63,6 +64,19 @@ describe('exec', () => {
     expect(await target.exec(`/v1/client/allocation/%E0%A4%A/exec?task=t&command=${command(['a'])}`)).toEqual({ http: 400, body: '400 Bad Request' });
     const plain = await target.request('GET', `/v1/client/allocation/${alloc}/exec?task=t&command=${command(['/bin/echo'])}`);
     expect([plain.status, plain.text]).toEqual([400, "Bad Request\nfailed to upgrade connection: websocket: the client is not using the websocket protocol: 'upgrade' token not found in 'Connection' header"]);
+  });
+
+  test('a refusal before the upgrade keeps the connection, which the client must close; Go\'s own 400 ends it', async () => {
+    const alloc = await runningAllocation('execkeep');
+    const noCommand = (host: string): string => upgradeRequest(host, `/v1/client/allocation/${alloc}/exec?task=t`);
+    const kept = await target.within('a refusal, then a request on its connection', 30_000, overOneConnection(target.address, [noCommand, (host) => getRequest(host, '/v1/status/leader')]));
+    const closes = ({ status, connection }: RawAnswer): [number, boolean] => [status, connection === 'close'];
+    expect(kept.answers.map(closes)).toEqual([[500, false], [200, false]]);
+    expect(kept.ended).toBe(false);
+    const badPath = (host: string): string => upgradeRequest(host, `/v1/client/allocation/%E0%A4%A/exec?task=t&command=${command(['a'])}`);
+    const ended = await target.within('Go\'s 400', 30_000, overOneConnection(target.address, [badPath, (host) => getRequest(host, '/v1/status/leader')]));
+    expect(ended.answers.map((answer) => [...closes(answer), answer.body])).toEqual([[400, true, '400 Bad Request']]);
+    expect(ended.ended).toBe(true);
   });
 
   test('a task not started yet, and one that has finished: 1008 with the task\'s state', async () => {

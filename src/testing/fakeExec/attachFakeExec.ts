@@ -1,6 +1,7 @@
 import type { IncomingMessage, Server } from 'node:http';
 import { mkdirSync } from 'node:fs';
 import type { Duplex } from 'node:stream';
+import { TLSSocket } from 'node:tls';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../../clock/index.js';
 import { decodeClientFrame, encodeServerFrame, type ServerFrame } from '../../nomad/exec/frames.js';
@@ -88,17 +89,17 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
     const match = EXEC_PATH.exec(url.pathname);
     if (match === null) {
       // Someone else's upgrade, if anyone listens for it.
-      if (server.listenerCount('upgrade') === 1) refuse(socket, 404, '');
+      if (server.listenerCount('upgrade') === 1) refuse(server, socket, 404, '');
       return;
     }
     const allocId = decodePathSegment(match[1] ?? '');
     if (allocId === undefined) {
       // Go's net/http refuses a path it cannot unescape before any handler sees it.
-      refuse(socket, 400, '400 Bad Request');
+      refuse(server, socket, 400, '400 Bad Request');
       return;
     }
     if (crossOrigin(request)) {
-      refuse(socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
+      refuse(server, socket, 403, 'websocket: request origin not allowed by Upgrader.CheckOrigin');
       return;
     }
     const denied = tokenProblem(request, options.token, bearerToken);
@@ -107,7 +108,7 @@ export function attachFakeExec(server: Server, options: FakeExecOptions): FakeEx
     const badRequest = typeof command === 'string' ? command : typeof tty === 'string' ? tty : undefined;
     const problem = denied !== undefined ? { status: 403, text: denied } : badRequest !== undefined ? { status: 500, text: badRequest } : undefined;
     if (problem !== undefined && !execErrorsAfterUpgrade) {
-      refuse(socket, problem.status, problem.text);
+      refuse(server, socket, problem.status, problem.text);
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
@@ -332,11 +333,22 @@ function closeWith(ws: WebSocket, code: number, reason: string): void {
   ws.close(code, text);
 }
 
-function refuse(socket: Duplex, status: number, body: string): void {
+/**
+ * An HTTP answer instead of the upgrade. Go's net/http ends the connection only after its own 400 (a
+ * path it cannot unescape, before any handler); a handler's refusal (the 500s of a bad `command` or
+ * `tty`, a 403) keeps it for the next request, as any keep-alive answer does (measured on 1.1.2: still
+ * open 10 s later), so the client must close it. The fake hands such a connection back to the server.
+ */
+function refuse(server: Server, socket: Duplex, status: number, body: string): void {
   const reason = status === 400 ? 'Bad Request' : status === 403 ? 'Forbidden' : status === 404 ? 'Not Found' : 'Internal Server Error';
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  const head = `HTTP/1.1 ${status} ${reason}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n`;
+  if (status === 400) {
+    socket.end(`${head}Connection: close\r\n\r\n${body}`);
+    return;
+  }
+  socket.write(`${head}\r\n${body}`);
+  // Under TLS the HTTP server reads TLS sockets, which it is handed on 'secureConnection'.
+  server.emit(socket instanceof TLSSocket ? 'secureConnection' : 'connection', socket);
 }
 
 /** Nomad 1.1.2's answers: no token lacks permission, a wrong one is not found. */

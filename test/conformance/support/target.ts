@@ -240,10 +240,14 @@ class FakeTarget extends BaseTarget {
     this.fake.acting!.failAllocations({ jobId, ...failure });
   }
 
+  /** Also fails a case that left a connection open (the fake keeps idle ones, as Nomad does): the live tier would hang on it. */
   override async close(): Promise<void> {
     const closing = super.close();
     await this.within('closing', 60_000, closing).catch(() => closing);
+    await this.driver.quiet();
+    const left = this.fake.openConnections;
     await this.fake.close();
+    if (left > 0) throw new Error(`${this.name}: the case left ${left} connection(s) to the fake open; a client must close what it opened`);
   }
 }
 
