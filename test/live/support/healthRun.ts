@@ -530,7 +530,8 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
         const expectedCode = status === undefined || run.scenario.done === 'placement-failed' ? 1 : GATE_CODES[status];
         for (const [mode, gateRun] of [['in flight', inFlight], ['late', lateGate]] as const) {
           if (gateRun === undefined) continue;
-          if (gateRun.code !== expectedCode) gateDifferences.push(`${where} version ${gateRun.version} (${mode}): exit ${gateRun.code}, Nomad's deployment ${status ?? 'none'}: ${gateRun.lines.join(' | ').slice(0, 600)}`);
+          const logged = gateRun.warnings.length === 0 ? '' : `; it logged: ${gateRun.warnings.join(' | ').slice(0, 600)}`;
+          if (gateRun.code !== expectedCode) gateDifferences.push(`${where} version ${gateRun.version} (${mode}): exit ${gateRun.code}, Nomad's deployment ${status ?? 'none'}: ${gateRun.lines.join(' | ').slice(0, 600)}${logged}`);
         }
         const gone = new Set([...reasonsGoneIn(inFlight), ...reasonsGoneIn(lateGate)]);
         if (lateGate !== undefined && gateSummary(lateGate, gone, opposite) !== gateSummary(inFlight, gone, opposite)) {
