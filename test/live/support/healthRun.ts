@@ -462,7 +462,7 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
       for (const allocation of run.allocations) {
         const job = run.jobs.get(Number(allocation.JobVersion ?? 0)) as Job;
         const seen = observer.allocations.get(allocation.ID);
-        const expected = expectationFor(allocation, job, seen?.decision, seen?.unhealthyEvents ?? new Map(), ctx.rules);
+        const expected = expectationFor(allocation, job, seen?.decision, seen?.unhealthyEvents ?? new Map(), ctx.rules, seen?.firstStop);
         const label_ = `${where} ${allocation.Name} ${allocation.ID.slice(0, 8)}`;
         let explainedOpposite = false;
         const judge = (mode: Mode, verdicts: readonly (PrintedVerdict | undefined)[]): void => {
