@@ -138,6 +138,8 @@ export class Supervisor implements ExecTarget {
     this.jobs = new JobCache(nomad, { clock });
     this.release = new ClusterRelease({
       nomad,
+      clock,
+      random: options.freshness?.random,
       logger: this.logger,
       version: options.nomadVersion,
       warn: (message) => this.report({ kind: 'nomad-version', message }),

@@ -8,7 +8,7 @@
  */
 import type { Subscription } from 'rxjs';
 import { systemClock } from '../../../src/clock/index.js';
-import { parseNomadTime } from '../../../src/health/nomadTime.js';
+import { nanoTimeMs, parseNomadTime } from '../../../src/health/nomadTime.js';
 import type { NomadClient } from '../../../src/nomad/client.js';
 import { isAllocationEvent, isDeploymentEvent } from '../../../src/nomad/eventFrames.js';
 import { nomadEventStream } from '../../../src/nomad/eventStream.js';
@@ -139,7 +139,7 @@ export class HealthObserver {
     for (const [task, state] of Object.entries(allocation.TaskStates ?? {})) {
       for (const event of state.Events ?? []) {
         if (event.Type === 'Alloc Unhealthy' && !seen.unhealthyEvents.has(task)) seen.unhealthyEvents.set(task, event);
-        const at = STOPPING.has(event.Type) ? msOf(event.Time) : undefined;
+        const at = STOPPING.has(event.Type) && event.Time !== undefined ? nanoTimeMs(event.Time as bigint | number) : undefined;
         if (at !== undefined && (stoppedAt === undefined || at < stoppedAt)) stoppedAt = at;
       }
     }
