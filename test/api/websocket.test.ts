@@ -97,7 +97,7 @@ describe('warden serve: executions over the WebSocket (Poseidon e2e)', () => {
 
   it('a time limit ends the command: the last message is a timeout, then a normal close', async () => {
     const id = await runner();
-    const conversation = await h.connect(await h.execute(id, { command: 'sleep 4', timeLimit: 1 }));
+    const conversation = await h.connect(await h.execute(id, { command: 'sleep 600', timeLimit: 1 }));
     await conversation.next('start');
     await h.drive(900);
     expect(conversation.messages).toEqual([{ type: 'start' }]);

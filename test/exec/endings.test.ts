@@ -44,13 +44,13 @@ function stdoutOf(frames: ServerFrame[]): string {
 
 describe('the fake, as Nomad 1.1.2', () => {
   test('a stdin close under a tty with no size sent hangs the command up: stdout closed, exit 129, no output after', async () => {
-    const frames = await bareSession(['/bin/sh', '-c', 'sleep 0.2; echo late'], true, ['{"stdin":{"close":true}}']);
+    const frames = await bareSession(['/bin/sh', '-c', 'sleep 5; echo late'], true, ['{"stdin":{"close":true}}']);
     expect(stdoutOf(frames)).toBe('');
     expect(frames.filter((frame) => frame.kind !== 'stdout')).toEqual([{ kind: 'stdout.close' }, { kind: 'exited', exitCode: 129 }]);
   });
 
   test('after a tty_size the close waits for the next output (j1: a waiting shell lives on), then hangs up', async () => {
-    const frames = await bareSession(['/bin/sh', '-c', 'sleep 0.2; echo first; sleep 0.2; echo second'], true, [
+    const frames = await bareSession(['/bin/sh', '-c', 'sleep 0.2; echo first; sleep 5; echo second'], true, [
       '{"tty_size":{"height":24,"width":80}}',
       '{"stdin":{"close":true}}',
     ]);
