@@ -4,6 +4,7 @@
  * since the last view fed on every later sight.
  */
 import type { AllocationView, HealthPolicy, HealthUndetermined } from '../../machines/allocationHealthTypes.js';
+import { checksRequired } from '../../machines/allocationHealthRules.js';
 import type { Allocation, TaskGroup } from '../nomad/types.js';
 import { allocationHistory, TASK_EVENTS_KEPT, viewAt, type Undetermined } from './allocationHistory.js';
 import { lifecycleOf } from './allocationView.js';
@@ -57,7 +58,10 @@ export function openingHistory(allocation: Allocation, group: TaskGroup, policy:
   const decision = nomadDecision(allocation, rewatchedFrom);
   // The deadline matters only where no task's failure, kept, decided first.
   const startLost = rewatchedFrom === undefined && receivedLost(allocation) && !(decision && failedBy(allocation, decision.at));
-  if (decision !== undefined && (full.undetermined !== undefined || startLost)) {
+  // Service checks keep no past: seen first after Nomad's client decided, how long they had passed (or
+  // failed) cannot be told, and Nomad's decision is that history, unless a task's kept failure decided first.
+  const checksPastUnknown = rewatchedFrom === undefined && decision !== undefined && checksRequired(policy) && !failedBy(allocation, decision.at);
+  if (decision !== undefined && (full.undetermined !== undefined || startLost || checksPastUnknown)) {
     const outcome = { healthy: decision.healthy, at: decision.at, reasons: nomadReasons(allocation, decision, policy), basis: 'nomad' } as const;
     return { kind: 'recorded', outcome, problems };
   }

@@ -4,6 +4,9 @@
  */
 import { SETTLE_MS, driveTo } from '../supervisor/support/harness.js';
 import { checkedJob, startConsulHarness } from './harness.js';
+import { createSupervisor } from '../../src/supervisor/index.js';
+import { NomadClient } from '../../src/nomad/client.js';
+import type { VerdictRecord } from '../../src/supervisor/types.js';
 
 const START = Date.UTC(2026, 10, 29, 19);
 
@@ -27,6 +30,36 @@ describe('the supervisor judges check-based groups from Consul', () => {
       h.nomad.cluster.setDeploymentStatus(alloc!.DeploymentID!, 'successful');
       await expect(h.supervisor.waitForDeployment('web')).resolves.toMatchObject({ ok: true, healthy: [alloc!.ID] });
     } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('a watch started after Nomad decided', () => {
+  test("checks keep no past: Nomad's recorded verdict, at its time, not min_healthy_time after the first look", async () => {
+    const h = await startConsulHarness(START);
+    const nomad = new NomadClient({ address: h.nomad.address }, { clock: h.clock, gzip: false });
+    let late: ReturnType<typeof createSupervisor> | undefined;
+    try {
+      h.nomad.cluster.registerJob(checkedJob('web', [{ name: 'web', checks: [{ name: 'alive' }] }]));
+      const [alloc] = h.nomad.cluster.placeAllocations('web');
+      const { checkIds } = h.consul.registerService({ allocId: alloc!.ID, task: 'main', service: 'web', checks: [{ name: 'alive' }] });
+      h.nomad.cluster.startTask(alloc!.ID);
+      h.consul.setStatus(checkIds[0]!, 'passing');
+      // Nomad's client: healthy min_healthy_time after the check passed (and 3 ms of its own lag).
+      await driveTo(h.clock, START + 2_003);
+      h.nomad.cluster.setAllocHealth(alloc!.ID, true);
+      await driveTo(h.clock, START + 10_000);
+      late = createSupervisor({ nomad, clock: h.clock, consul: h.client });
+      const verdicts: VerdictRecord[] = [];
+      late.verdicts$.subscribe((record) => verdicts.push(record));
+      await driveTo(h.clock, START + 10_500);
+      // Watched from the start: its own verdict (from its looks at the checks). Started late: Nomad's, marked as such.
+      expect(h.verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: expect.any(Number), reasons: {} }]);
+      expect(verdicts.map((v) => v.outcome)).toEqual([{ healthy: true, at: START + 2_003, reasons: {}, basis: 'nomad' }]);
+    } finally {
+      await late?.stop();
+      await nomad.close();
       await h.close();
     }
   });
