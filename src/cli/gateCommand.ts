@@ -78,7 +78,8 @@ export async function gate(jobId: string, options: GateOptions, io: CommandIo): 
       supervisor.waitForDeployment(jobId, { version, namespace, failFast: options.failFast ?? false }).then(resolve, reject);
     });
     if (outcome === 'timeout' || outcome === 'interrupted') {
-      const reason = outcome === 'timeout' ? `no verdict within ${timeoutS}s` : 'interrupted';
+      const waitingFor = supervisor.deploymentWaits().find((wait) => wait.jobId === jobId)?.waitingFor;
+      const reason = outcome === 'timeout' ? `no verdict within ${timeoutS}s${waitingFor ? `: ${waitingFor}` : ''}` : 'interrupted';
       say([`${paint('✘', 'bad', style)} ${jobId} version ${version}: ${reason}`], { type: 'deployment', ok: false, jobId, version, reason });
       return outcome === 'interrupted' ? interruptedExitCode(io.signal) : GATE_UNHEALTHY;
     }

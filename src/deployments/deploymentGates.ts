@@ -12,7 +12,10 @@ import type { Unjudged } from '../intake/verdictBook.js';
 import type { Logger } from '../logger.js';
 import { SupervisorStoppedError } from '../intake/errors.js';
 import { errorMessage } from '../errorMessage.js';
-import { DeploymentWatch, type DeploymentResult } from './deploymentWatch.js';
+import { DeploymentWatch, type DeploymentResult, type StillJudged } from './deploymentWatch.js';
+import { retryDelay } from '../nomad/backoff.js';
+import { isRetryable } from '../nomad/errors.js';
+import type { Clock } from '../clock/index.js';
 
 export interface WaitForDeploymentOptions {
   /** Job version to wait for; default the job's current version. */
@@ -27,6 +30,8 @@ export interface WaitForDeploymentOptions {
 
 export interface DeploymentGatesOptions {
   readonly nomad: Pick<NomadClient, 'getJob' | 'getJobVersion' | 'query'>;
+  /** For the retries of a failed read. */
+  readonly clock: Clock;
   readonly logger: Logger;
   /** Verdicts reached so far (for a gate that starts after some). */
   readonly verdicts: () => Iterable<VerdictRecord>;
@@ -34,6 +39,8 @@ export interface DeploymentGatesOptions {
   readonly unjudged: () => Iterable<Unjudged>;
   /** How many allocations of a deployment Warden is still judging. */
   readonly undecided: (deploymentId: string) => number;
+  /** Which, and where each is (for a gate that gives up). */
+  readonly stillJudged: (deploymentId: string) => readonly StillJudged[];
   /** Whether the supervisor has read the cluster as it is (its first listing is in): until then it may not know every allocation. */
   readonly caughtUp: () => boolean;
   /** The rules of the cluster's Nomad release, once known. */
@@ -63,6 +70,8 @@ export function noDeploymentReason(job: Job): string | undefined {
 
 export class DeploymentGates {
   private readonly waiters = new Set<Waiter>();
+  /** Retry pauses under way, ended at once when the gates stop. */
+  private readonly pauses = new Set<() => void>();
   private stopped = false;
   /** Whether the waiters' results are to be checked at the end of the current step (many verdicts, one check). */
   private checkDue = false;
@@ -87,24 +96,66 @@ export class DeploymentGates {
     for (const record of this.options.unjudged()) this.onUnjudged(record);
     // Restart safety: the deployment may have started (or ended) before we watched. The version's
     // own, not the job's latest: a gate on an older version (the job registered again since, or
-    // reverted) reads the deployment of that version.
-    try {
+    // reverted) reads the deployment of that version. Read until it is had: the stream brings only
+    // what comes, so an ended deployment is known from this read alone.
+    await this.readUntilHad(watch, "the job's deployments", async () => {
       const deployments = await nomad.query<Deployment[] | null>(`/v1/job/${encodeURIComponent(jobId)}/deployments`, { namespace });
       for (const deployment of deployments.body ?? []) if (deployment.JobVersion === version) this.onDeployment(deployment);
-    } catch (error) {
-      this.options.logger.warn("could not read the job's deployments", { jobId, error: errorMessage(error) });
-    }
+    });
     // --fail-fast: a group that could not be placed before we watched ended it already (the stream
     // brings only what comes).
     if (options.failFast) {
-      try {
+      await this.readUntilHad(watch, "the job's evaluations", async () => {
         const evaluations = await nomad.query<Evaluation[] | null>(`/v1/job/${encodeURIComponent(jobId)}/evaluations`, { namespace });
         for (const evaluation of evaluations.body ?? []) this.onEvaluation(evaluation);
-      } catch (error) {
-        this.options.logger.warn("could not read the job's evaluations", { jobId, error: errorMessage(error) });
-      }
+      });
     }
     return result;
+  }
+
+  /** What each gate still waits for (see DeploymentWatch.waitingFor), by job and version. */
+  waiting(): { jobId: string; namespace: string; version: number; waitingFor: string }[] {
+    return [...this.waiters].map(({ watch }) => ({
+      jobId: watch.jobId,
+      namespace: watch.namespace,
+      version: watch.version,
+      waitingFor: this.options.caughtUp() ? watch.waitingFor(this.options.stillJudged) : 'the event stream has not delivered the cluster as it is yet',
+    }));
+  }
+
+  /**
+   * Runs `read` until it succeeds, the gate has its result or the gates stop; a failure that a retry
+   * cannot mend (a refusal) is given up at once. Each failure is kept as the watch's read problem.
+   */
+  private async readUntilHad(watch: DeploymentWatch, what: string, read: () => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      let failure: unknown;
+      try {
+        await read();
+        watch.readProblem = undefined;
+        return;
+      } catch (error) {
+        failure = error;
+        watch.readProblem = errorMessage(error);
+        this.options.logger.warn(`could not read ${what}${isRetryable(error) ? '; retrying' : ''}`, { jobId: watch.jobId, error: watch.readProblem, attempt });
+        if (!isRetryable(error)) return;
+      }
+      await this.pause(retryDelay(attempt, failure));
+      if (this.stopped || ![...this.waiters].some((waiter) => waiter.watch === watch)) return;
+    }
+  }
+
+  /** Waits `ms` on the clock, or until the gates stop. */
+  private pause(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        this.pauses.delete(wake);
+        this.options.clock.clearTimeout(handle);
+        resolve();
+      };
+      const handle = this.options.clock.setTimeout(wake, ms);
+      this.pauses.add(wake);
+    });
   }
 
   onVerdict(record: VerdictRecord): void {
@@ -139,6 +190,7 @@ export class DeploymentGates {
 
   stop(): void {
     this.stopped = true;
+    for (const wake of [...this.pauses]) wake();
     for (const waiter of this.waiters) waiter.reject(new SupervisorStoppedError(`the deployment of ${waiter.watch.jobId}`));
     this.waiters.clear();
   }

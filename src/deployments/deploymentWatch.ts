@@ -113,8 +113,17 @@ function failureRule(description: string | undefined): DeploymentFailureRule {
   return 'nomad';
 }
 
+/** An allocation of the deployment Warden is still judging, and where its health machine is. */
+export interface StillJudged {
+  readonly allocId: string;
+  /** Its machine's state, or why it has none yet (its job being looked up...). */
+  readonly state: string;
+}
+
 export class DeploymentWatch {
   private deployment: Deployment | undefined;
+  /** Why Nomad's record of the deployment could not be read (retried meanwhile), for a gate that gives up. */
+  readProblem: string | undefined;
   private readonly verdicts = new Map<string, Verdict>();
   private readonly unjudged = new Map<string, UnjudgedAllocation & { deploymentId: string }>();
   private ending: Ending | undefined;
@@ -200,6 +209,26 @@ export class DeploymentWatch {
     const unhealthy = this.unhealthy();
     const headline = ending.rule === 'fail-fast' || unhealthy.length === 0 ? ending.reason : `${ending.reason}; ${plural(unhealthy.length, 'allocation')} unhealthy`;
     return { ok: false, ...base, deploymentId: deployment.ID, reason: headline, rule: ending.rule, unhealthy, ...(ending.evaluation ? { evaluation: ending.evaluation } : {}) };
+  }
+
+  /**
+   * What the result still waits for, in a few words: for a gate that gives up (--timeout), so that
+   * the user can tell a slow Nomad from a stuck judgement.
+   */
+  waitingFor(stillJudged: (deploymentId: string) => readonly StillJudged[]): string {
+    const { deployment, ending } = this;
+    if (deployment === undefined) {
+      const read = this.readProblem === undefined ? '' : ` (reading the job's deployments: ${this.readProblem})`;
+      return `no deployment of version ${this.version} seen${read}`;
+    }
+    const id = deployment.ID.slice(0, 8);
+    if (ending === undefined) return `deployment ${id} still ${deployment.Status}${deployment.StatusDescription ? `: ${deployment.StatusDescription}` : ''}`;
+    const judged = stillJudged(deployment.ID);
+    const ended = ending.kind === 'awaitingPromotion' ? 'waits for a promotion' : `ended ${deployment.Status}`;
+    if (judged.length === 0) return `deployment ${id} ${ended}`;
+    const shown = judged.slice(0, 5).map((alloc) => `${alloc.allocId.slice(0, 8)} (${alloc.state})`);
+    const more = judged.length > shown.length ? ` and ${judged.length - shown.length} more` : '';
+    return `deployment ${id} ${ended}; still judging ${plural(judged.length, 'allocation')}: ${shown.join(', ')}${more}`;
   }
 
   /** The deployment's allocations Warden judged unhealthy, by verdict time (then ID: the same order however they came). */

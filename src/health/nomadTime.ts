@@ -57,7 +57,7 @@ function canonicalTimeMs(value: string): number | undefined {
 /** RFC3339Nano → epoch milliseconds (sub-millisecond digits kept as a fraction); null/zero time → null. */
 export function parseNomadTime(value: unknown): ParsedTime {
   if (value === null || value === undefined) return NO_TIME;
-  if (typeof value !== 'string') return { ok: false, problem: `time ${JSON.stringify(value)} is not a string` };
+  if (typeof value !== 'string') return { ok: false, problem: `time ${typeof value === 'bigint' ? `${value}n` : JSON.stringify(value)} is not a string` };
   const canonical = canonicalTimeMs(value);
   if (canonical !== undefined) return { ok: true, ms: canonical };
   if (GO_ZERO_TIME.test(value)) return { ok: true, ms: null };

@@ -257,6 +257,18 @@ export class AllocationIntake {
     return count;
   }
 
+  /** The allocations `undecidedIn` counts, each with where its judgement is (a gate that gives up says them). */
+  stillJudgedIn(deploymentId: string): { allocId: string; state: string }[] {
+    const judged: { allocId: string; state: string }[] = [];
+    for (const [allocId, admitted] of this.admitted) {
+      if (admitted.ref.deploymentId !== deploymentId || admitted.opening) continue;
+      const state = admitted.awaitingNomad ? "waiting for Nomad's recorded decision" : String(this.options.registry.machine(allocId)?.value ?? 'no machine');
+      judged.push({ allocId, state });
+    }
+    for (const [allocId, allocation] of this.resolving) if (deploymentOf(allocation) === deploymentId) judged.push({ allocId, state: 'its job or node being read' });
+    return judged;
+  }
+
   /** Number of allocations with a live health machine. */
   get supervised(): number {
     return this.options.registry.size;

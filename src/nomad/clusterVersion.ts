@@ -12,11 +12,17 @@
  */
 import type { NomadClient } from './client.js';
 import { errorMessage } from '../errorMessage.js';
+import { isRetryable } from './errors.js';
 import { compareNomadVersions, parseNomadVersion } from '../../machines/nomadVersion.js';
 
 export type ClusterVersionReading =
   | { readonly version: string; readonly source: 'agent/self' | 'agent/members' | 'nodes' }
-  | { readonly version: undefined; readonly problems: readonly string[] };
+  | {
+      readonly version: undefined;
+      readonly problems: readonly string[];
+      /** Every source failed as a retry may mend (unreachable, 5xx): asking again may tell. */
+      readonly retryable: boolean;
+    };
 
 type Reads = Pick<NomadClient, 'agentSelf' | 'agentMembers' | 'listNodes'>;
 
@@ -55,14 +61,17 @@ const SOURCES = [
 /** The cluster's release, from the first source that tells it; else every source's problem. */
 export async function readClusterVersion(client: Reads): Promise<ClusterVersionReading> {
   const problems: string[] = [];
+  let retryable = true;
   for (const [source, read] of SOURCES) {
     try {
       const version = await read(client);
       if (version !== undefined) return { version, source };
       problems.push(`${source}: no version in the answer`);
+      retryable = false;
     } catch (error) {
       problems.push(`${source}: ${errorMessage(error)}`);
+      retryable &&= isRetryable(error);
     }
   }
-  return { version: undefined, problems };
+  return { version: undefined, problems, retryable };
 }

@@ -138,6 +138,8 @@ export class Supervisor implements ExecTarget {
     this.jobs = new JobCache(nomad, { clock });
     this.release = new ClusterRelease({
       nomad,
+      clock,
+      random: options.freshness?.random,
       logger: this.logger,
       version: options.nomadVersion,
       warn: (message) => this.report({ kind: 'nomad-version', message }),
@@ -175,10 +177,12 @@ export class Supervisor implements ExecTarget {
     this.changes$ = this.intake.changes$;
     this.deployments = new DeploymentGates({
       nomad,
+      clock,
       logger: this.logger,
       verdicts: () => this.intake.records(),
       unjudged: () => this.intake.unjudgedRecords(),
       undecided: (deploymentId) => this.intake.undecidedIn(deploymentId),
+      stillJudged: (deploymentId) => this.intake.stillJudgedIn(deploymentId),
       caughtUp: () => this.caughtUp,
       rules: () => this.release.rules,
     });
@@ -241,6 +245,11 @@ export class Supervisor implements ExecTarget {
     if (!this.scope.includes(namespace, jobId)) throw new SupervisorScopeError(namespace, jobId);
     if (this.stopped) throw new SupervisorStoppedError(`the deployment of ${jobId}`);
     return this.deployments.wait(jobId, namespace, options);
+  }
+
+  /** What each waitForDeployment under way still waits for, in a few words (see DeploymentWatch.waitingFor). */
+  deploymentWaits(): { jobId: string; namespace: string; version: number; waitingFor: string }[] {
+    return this.deployments.waiting();
   }
 
   /** Follows an evaluation (a child actor of the supervisor) to its outcome. */

@@ -138,7 +138,7 @@ describe('warden gate', () => {
     // min_healthy_time is 2 s: nothing can be healthy within 1 s.
     const { exitCode, lines } = await gateDuring('healthy_task_states', { timeout: 1 });
     expect(exitCode).toBe(GATE_UNHEALTHY);
-    expect(lines).toEqual(['✘ healthy-task-states version 0: no verdict within 1s']);
+    expect(lines).toEqual(['✘ healthy-task-states version 0: no verdict within 1s: deployment 249e20df still running: Deployment is running']);
   });
 
   test('batch_job: nothing to judge, exit 1 at once with the reason', async () => {

@@ -8,6 +8,8 @@ import type { Deployment, DeploymentState, Job } from '../../src/nomad/types.js'
 import { DeploymentWatch } from '../../src/deployments/deploymentWatch.js';
 import { DeploymentGates } from '../../src/deployments/deploymentGates.js';
 import { silentLogger } from '../../src/logger.js';
+import { VirtualClock } from '../../src/clock/index.js';
+import { NomadConnectionError, NomadHttpError } from '../../src/nomad/errors.js';
 import { nomadRulesFor } from '../../machines/nomadRules.js';
 
 function group(fields: Partial<DeploymentState> = {}): DeploymentState {
@@ -170,6 +172,8 @@ describe('DeploymentGates', () => {
     let counted = 0;
     let undecided = 1_000;
     const gates = new DeploymentGates({
+      clock: new VirtualClock(),
+      stillJudged: () => [],
       nomad: {
         getJob: async () => ({ body: { ID: 'web', Version: 0 } as Job, meta: { lastIndex: 1, knownLeader: true, lastContactMs: 0 } }),
         getJobVersion: async () => undefined,
@@ -198,5 +202,69 @@ describe('DeploymentGates', () => {
     for (let i = 1_000; i < 1_002; i++) gates.onVerdict({ alloc: ref(i), outcome: healthy(4_000) });
     await expect(result).resolves.toMatchObject({ ok: true, deploymentId: 'd1', healthy: expect.arrayContaining(['a0', 'a1001']) });
     expect(counted).toBe(2);
+  });
+
+  const meta = { lastIndex: 1, knownLeader: true, lastContactMs: 0 };
+  /** Gates over a Nomad whose reads of the job's deployments answer as `deployments` says, one answer per read. */
+  function gatesOver(clock: VirtualClock, deployments: (() => Deployment[])[], undecided: { allocId: string; state: string }[] = []) {
+    let reads = 0;
+    const gates = new DeploymentGates({
+      clock,
+      nomad: {
+        getJob: async () => ({ body: { ID: 'web', Version: 0 } as Job, meta }),
+        getJobVersion: async () => undefined,
+        query: async () => ({ body: (deployments[Math.min(reads++, deployments.length - 1)] as () => Deployment[])(), meta }) as never,
+      },
+      logger: silentLogger,
+      verdicts: () => [],
+      unjudged: () => [],
+      undecided: () => undecided.length,
+      stillJudged: () => undecided,
+      caughtUp: () => true,
+    });
+    return { gates, reads: () => reads };
+  }
+  const refused = (): never => {
+    throw new NomadConnectionError('GET', '/v1/job/web/deployments', new Error('other side closed'));
+  };
+
+  test("a failed read of the job's deployments is retried until had: an ended deployment is known from that read alone", async () => {
+    const clock = new VirtualClock();
+    const { gates, reads } = gatesOver(clock, [refused, refused, () => [deployment(20, 'successful', 'Deployment completed successfully')]]);
+    const result = gates.wait('web', 'default', {});
+    for (let i = 0; i < 20 && reads() < 3; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(1_000);
+    }
+    expect(reads()).toBe(3);
+    await expect(result).resolves.toMatchObject({ ok: true, deploymentId: 'd1' });
+  });
+
+  test('a read refused for good is not retried, and the gate says what it waits for', async () => {
+    const clock = new VirtualClock();
+    const forbidden = (): never => {
+      throw new NomadHttpError(403, 'GET', '/v1/job/web/deployments', 'Permission denied');
+    };
+    const { gates, reads } = gatesOver(clock, [forbidden]);
+    void gates.wait('web', 'default', {}).catch(() => undefined);
+    for (let i = 0; i < 5; i++) {
+      await new Promise((resolve) => setImmediate(resolve));
+      clock.advance(10_000);
+    }
+    expect(reads()).toBe(1);
+    expect(gates.waiting()).toEqual([{ jobId: 'web', namespace: 'default', version: 0, waitingFor: expect.stringMatching(/^no deployment of version 0 seen \(reading the job's deployments: .*Permission denied/) }]);
+    gates.stop();
+  });
+
+  test('what a gate still waits for: the deployment to end, then the allocations still judged', async () => {
+    const clock = new VirtualClock();
+    const { gates } = gatesOver(clock, [() => [deployment(12, 'running', 'Deployment is running')]], [{ allocId: 'aaaaaaaa-1', state: 'minHealthyWait' }]);
+    void gates.wait('web', 'default', {}).catch(() => undefined);
+    for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(gates.waiting()[0]?.waitingFor).toBe('deployment d1 still running: Deployment is running');
+    gates.onDeployment(deployment(20, 'successful', 'Deployment completed successfully'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(gates.waiting()[0]?.waitingFor).toBe('deployment d1 ended successful; still judging 1 allocation: aaaaaaaa (minHealthyWait)');
+    gates.stop();
   });
 });

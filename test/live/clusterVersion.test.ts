@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { nomadRulesFor } from '../../machines/nomadRules.js';
 import { ClusterRelease } from '../../src/intake/clusterRelease.js';
+import { systemClock } from '../../src/clock/index.js';
 import { silentLogger } from '../../src/logger.js';
 import { nomadConfigFromEnv } from '../../src/nomad/config.js';
 import { NomadClient } from '../../src/nomad/client.js';
@@ -47,7 +48,7 @@ describe("the cluster's Nomad release, read from a real agent", () => {
 
   test("the supervisor judges by that release's rules, a known one (no warning)", async () => {
     const warnings: string[] = [];
-    const cluster = new ClusterRelease({ nomad: liveClient(), logger: silentLogger, warn: (message) => warnings.push(message) });
+    const cluster = new ClusterRelease({ nomad: liveClient(), clock: systemClock, logger: silentLogger, warn: (message) => warnings.push(message) });
     try {
       const rules = await cluster.whenKnown();
       expect(rules).toEqual(nomadRulesFor(release).rules);

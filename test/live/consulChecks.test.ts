@@ -182,7 +182,8 @@ describe('checks mode with Consul against the real agents', () => {
   test.concurrent('a check flapping faster than min_healthy_time, then failing → unhealthy at the deadline', async () => {
     const result = await runCase(
       'flapping-deadline',
-      { minHealthyTimeS: M, healthyDeadlineS: 10, services: [{ name: 'api', level: 'task', checks: [{ kind: 'script', name: 'ready', exit: 2 }] }] },
+      // The flap ends critical 6 s after it starts, which is once the check is registered: seconds after Received on a loaded agent.
+      { minHealthyTimeS: M, healthyDeadlineS: 15, services: [{ name: 'api', level: 'task', checks: [{ kind: 'script', name: 'ready', exit: 2 }] }] },
       flap('ready', ['passing', 'critical', 'passing', 'critical', 'passing', 'critical']),
     );
     expectNomads(result, false, NOT_HEALTHY);

@@ -3,7 +3,8 @@
  * that Consul), runs every live suite (test/live, and test/conformance against the real agent) with
  * Jest, then purges what the suites left (a left job fails the run: a suite must clean up after
  * itself), stops the agents and removes their data dirs, however the run ends. Arguments go to Jest
- * (`npm run test:live -- test/live/gate`).
+ * (`npm run test:live -- test/live/gate`); without arguments, the timing suites (ALONE) run after the
+ * rest, alone.
  *
  * The suites reach the agents through WARDEN_LIVE_* variables only; the caller's NOMAD_* and CONSUL_*
  * are removed, so a live run can never touch a cluster of the user's.
@@ -19,6 +20,13 @@ import { summarizeFigures } from './support/figures.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const began = performance.now();
+
+/**
+ * Suites that run after the others, alone: the health suite compares Warden's timing with Nomad's
+ * client's, and loads both cores in its CPU-load part; beside another suite each disturbs the other
+ * (seen: a client's sync seconds late, a conformance bound missed).
+ */
+const ALONE = ['test/live/health.test.ts'];
 
 function say(line: string): void {
   process.stderr.write(`live tier: ${line}\n`);
@@ -83,7 +91,14 @@ async function main(): Promise<number> {
     watchdog.unref();
 
     const figures = join(figuresDir, 'figures.jsonl');
-    let code = await runJest(suiteEnvironment(consul, nomad, figures, binaries), process.argv.slice(2));
+    const env = suiteEnvironment(consul, nomad, figures, binaries);
+    const args = process.argv.slice(2);
+    // Asked for particular suites: those, as asked. Else every suite, then the timing suites alone.
+    let code = args.length > 0 ? await runJest(env, args) : await runJest(env, ['--testPathIgnorePatterns', '/node_modules/', ...ALONE.map((suite) => `<rootDir>/${suite}`)]);
+    if (args.length === 0) {
+      say(`then alone: ${ALONE.join(', ')}`);
+      code = (await runJest(env, ALONE)) || code;
+    }
     const left = await purgeLeftJobs(nomad);
     if (left.length > 0) {
       say(`FAILED: the suites left ${left.length} job(s) behind (purged now): ${left.join(', ')}`);

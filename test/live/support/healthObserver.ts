@@ -8,7 +8,7 @@
  */
 import type { Subscription } from 'rxjs';
 import { systemClock } from '../../../src/clock/index.js';
-import { parseNomadTime } from '../../../src/health/nomadTime.js';
+import { nanoTimeMs, parseNomadTime } from '../../../src/health/nomadTime.js';
 import type { NomadClient } from '../../../src/nomad/client.js';
 import { isAllocationEvent, isDeploymentEvent } from '../../../src/nomad/eventFrames.js';
 import { nomadEventStream } from '../../../src/nomad/eventStream.js';
@@ -32,7 +32,12 @@ export interface ObservedAllocation {
   readonly unhealthyEvents: Map<string, TaskEvent>;
   /** When its tasks first all ran, as seen arriving (for "mid-deployment"). */
   firstRunningArrivedAt: number | undefined;
+  /** The first copy saying that a task stopped running (died, restarted, was killed): the stop's event time and the copy's arrival. */
+  firstStop: { readonly at: number; readonly arrivedAt: number } | undefined;
 }
+
+/** Task events that say a task stopped running. */
+const STOPPING = new Set(['Terminated', 'Driver Failure', 'Restarting', 'Not Restarting', 'Killing', 'Killed']);
 
 export interface ObservedDeployment {
   latest: Deployment;
@@ -125,16 +130,20 @@ export class HealthObserver {
   private takeAllocation(allocation: Allocation, arrivedAt: number): void {
     if (!allocation.JobID?.startsWith(this.prefix)) return;
     let seen = this.allocations.get(allocation.ID);
-    if (seen === undefined) this.allocations.set(allocation.ID, (seen = { latest: allocation, decision: undefined, unhealthyEvents: new Map(), firstRunningArrivedAt: undefined }));
+    if (seen === undefined) this.allocations.set(allocation.ID, (seen = { latest: allocation, decision: undefined, unhealthyEvents: new Map(), firstRunningArrivedAt: undefined, firstStop: undefined }));
     if ((allocation.ModifyIndex ?? 0) >= (seen.latest.ModifyIndex ?? 0)) seen.latest = allocation;
     const status = allocation.DeploymentStatus;
     const at = msOf(status?.Timestamp);
     if (seen.decision === undefined && typeof status?.Healthy === 'boolean' && at !== undefined) seen.decision = { healthy: status.Healthy, at, arrivedAt };
+    let stoppedAt: number | undefined;
     for (const [task, state] of Object.entries(allocation.TaskStates ?? {})) {
       for (const event of state.Events ?? []) {
         if (event.Type === 'Alloc Unhealthy' && !seen.unhealthyEvents.has(task)) seen.unhealthyEvents.set(task, event);
+        const at = STOPPING.has(event.Type) && event.Time !== undefined ? nanoTimeMs(event.Time as bigint | number) : undefined;
+        if (at !== undefined && (stoppedAt === undefined || at < stoppedAt)) stoppedAt = at;
       }
     }
+    if (seen.firstStop === undefined && stoppedAt !== undefined) seen.firstStop = { at: stoppedAt, arrivedAt };
     const states = Object.values(allocation.TaskStates ?? {});
     if (seen.firstRunningArrivedAt === undefined && states.length > 0 && states.some((s) => s.State === 'running')) seen.firstRunningArrivedAt = arrivedAt;
   }

@@ -462,7 +462,7 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
       for (const allocation of run.allocations) {
         const job = run.jobs.get(Number(allocation.JobVersion ?? 0)) as Job;
         const seen = observer.allocations.get(allocation.ID);
-        const expected = expectationFor(allocation, job, seen?.decision, seen?.unhealthyEvents ?? new Map(), ctx.rules);
+        const expected = expectationFor(allocation, job, seen?.decision, seen?.unhealthyEvents ?? new Map(), ctx.rules, seen?.firstStop);
         const label_ = `${where} ${allocation.Name} ${allocation.ID.slice(0, 8)}`;
         let explainedOpposite = false;
         const judge = (mode: Mode, verdicts: readonly (PrintedVerdict | undefined)[]): void => {
@@ -530,7 +530,8 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
         const expectedCode = status === undefined || run.scenario.done === 'placement-failed' ? 1 : GATE_CODES[status];
         for (const [mode, gateRun] of [['in flight', inFlight], ['late', lateGate]] as const) {
           if (gateRun === undefined) continue;
-          if (gateRun.code !== expectedCode) gateDifferences.push(`${where} version ${gateRun.version} (${mode}): exit ${gateRun.code}, Nomad's deployment ${status ?? 'none'}: ${gateRun.lines.join(' | ').slice(0, 600)}`);
+          const logged = gateRun.warnings.length === 0 ? '' : `; it logged: ${gateRun.warnings.join(' | ').slice(0, 600)}`;
+          if (gateRun.code !== expectedCode) gateDifferences.push(`${where} version ${gateRun.version} (${mode}): exit ${gateRun.code}, Nomad's deployment ${status ?? 'none'}: ${gateRun.lines.join(' | ').slice(0, 600)}${logged}`);
         }
         const gone = new Set([...reasonsGoneIn(inFlight), ...reasonsGoneIn(lateGate)]);
         if (lateGate !== undefined && gateSummary(lateGate, gone, opposite) !== gateSummary(inFlight, gone, opposite)) {

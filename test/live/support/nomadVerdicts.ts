@@ -44,6 +44,8 @@ export type Expectation =
       readonly atDeadline: boolean;
       /** Set where Warden differs from Nomad 1.1.2 as the fixtures README documents. */
       readonly documented?: string;
+      /** The first copy saying a task stopped running: when the stop happened, and when the copy reached the stream. */
+      readonly stop?: { readonly at: number; readonly arrivedAt: number };
     };
 
 /** A verdict Warden printed (watch line or gate entry). */
@@ -53,6 +55,8 @@ export interface WardenVerdict {
   readonly reasons?: Readonly<Record<string, string>>;
   /** Set when Warden took the verdict from Nomad's recorded decision. */
   readonly basis?: string;
+  /** When Warden printed it (a watch's line), on this process's clock. */
+  readonly printedAt?: number;
 }
 
 /** The policy Nomad's client (of the release `rules` are) judged the allocation's group by, or why it did not judge it. */
@@ -84,7 +88,7 @@ export function unrecordedFailure(allocation: Allocation): boolean {
  * What Warden must say of `allocation` (Nomad's final copy), whose client decided `decision` with
  * `unhealthyEvents` (task → DisplayMessage), judged by its job version `job`.
  */
-export function expectationFor(allocation: Allocation, job: Job, decision: NomadDecision | undefined, events: ReadonlyMap<string, TaskEvent>, rules: NomadRules): Expectation {
+export function expectationFor(allocation: Allocation, job: Job, decision: NomadDecision | undefined, events: ReadonlyMap<string, TaskEvent>, rules: NomadRules, stop?: { at: number; arrivedAt: number }): Expectation {
   const unhealthyEvents = new Map([...events].map(([task, event]) => [task, event.DisplayMessage ?? '']));
   const policy = policyOf(job, allocation.TaskGroup, rules);
   if (typeof policy === 'string') return { kind: 'none', why: policy };
@@ -114,6 +118,7 @@ export function expectationFor(allocation: Allocation, job: Job, decision: Nomad
   return {
     kind: 'verdict', healthy: false, at: decision.at, reasons: unhealthyEvents.size === 0 && poststarts.length === 0 ? undefined : reasons, artefacts, startUnseen, atDeadline,
     ...(documented === undefined ? {} : { documented }),
+    ...(stop === undefined ? {} : { stop }),
   };
 }
 
@@ -157,6 +162,9 @@ export interface Tolerance {
   readonly lateMs: number;
 }
 
+/** Warden's least settle window (src/intake/freshness.ts): news later than this after a verdict's time is beyond what it waits for. */
+const LEAST_SETTLE_MS = 1_000;
+
 /** Compares Warden's verdict (undefined: it printed none) with the expectation, its time within `tolerance`. */
 export function compare(expected: Expectation, warden: WardenVerdict | undefined, tolerance: Tolerance): Comparison {
   switch (expected.kind) {
@@ -179,6 +187,12 @@ export function compare(expected: Expectation, warden: WardenVerdict | undefined
         // The task died before Nomad's min_healthy_time timer fired: its tracker saw the death late.
         if (warden.verdict === 'unhealthy' && expected.healthy && inTime && offMs <= 0) {
           return { agrees: true, explained: true, offMs, note: `Warden unhealthy ${-offMs} ms before Nomad's healthy timer fired: Nomad's tracker saw the failure late` };
+        }
+        // The client's word that a task stopped before the healthy time reached the stream only after Warden's
+        // verdict: its sync lagged beyond the settle window, and no remote observer could have known.
+        const { stop } = expected;
+        if (warden.verdict === 'healthy' && stop !== undefined && stop.at <= warden.at && warden.printedAt !== undefined && warden.printedAt < stop.arrivedAt && stop.arrivedAt - warden.at > LEAST_SETTLE_MS) {
+          return { agrees: true, explained: true, offMs, note: `Warden healthy at ${new Date(warden.at).toISOString()}: the client's update that a task stopped at ${new Date(stop.at).toISOString()} reached the stream ${stop.arrivedAt - warden.printedAt} ms after Warden printed it` };
         }
         return { agrees: false, note: `Nomad: ${said}; Warden: ${warden.verdict}` };
       }
