@@ -165,7 +165,8 @@ test('property: any argument vector survives every wrapper exactly, on real /bin
     }),
     { numRuns: 1000 },
   );
-}, 120_000);
+  // Two or three real processes a run: 60 s on a quiet 2-core machine, 146 s beside other suites under load.
+}, 360_000);
 
 test('property sample: argument vectors survive through the fake exec endpoint (40 runs, tty and not)', async () => {
   await fc.assert(

@@ -68,6 +68,18 @@ class RecordedFailure extends Error {
   }
 }
 
+/** An answer of 404 with `message` as its body. */
+function unanswerable(message: string): WireResponse {
+  return {
+    statusCode: 404,
+    headers: { 'content-type': 'text/plain' },
+    text: async () => message,
+    chunks: async function* () {
+      yield new TextEncoder().encode(message);
+    },
+  };
+}
+
 export class ReplayWire implements NomadWire {
   /** Give it as the transports' `wire` in place of the network. */
   readonly layer: WireLayer = () => this;
@@ -96,8 +108,9 @@ export class ReplayWire implements NomadWire {
     const exchange = this.answerFor(origin, method, path);
     if (exchange === undefined) {
       // Recordings made before Warden asked the cluster its release hold no answer to these: the
-      // question fails as a refused one would, and the release is judged unknown (today's rules).
-      if (method === 'GET' && RELEASE_READS.has(path.split('?')[0] as string)) throw new RecordedFailure(`the recording has no answer to ${method} ${path} (recorded before Warden asked Nomad's version)`);
+      // question is answered as one no retry can mend (a 404), and the release is judged unknown
+      // (today's rules) at once, as when it was recorded.
+      if (method === 'GET' && RELEASE_READS.has(path.split('?')[0] as string)) return unanswerable(`the recording has no answer to ${method} ${path} (recorded before Warden asked Nomad's version)`);
       this.misses.push(`${method} ${origin}${path}`);
       if (isRepeatable(method, path)) throw new RecordedFailure(`the recording has no answer to ${method} ${path}`);
     }
