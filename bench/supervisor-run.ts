@@ -3,7 +3,9 @@
  * (bench/supervisor-server.ts). Prints one JSON object.
  *
  * - `floor-throughput` / `warden-throughput`: the whole stream (placed, running, failing), from the
- *   server's first byte to the last line parsed (floor) or the last verdict (Warden): wall and CPU.
+ *   server's first byte to the last line parsed (floor) or the last verdict (Warden): wall and CPU,
+ *   of the process's first pass (cold) and of a pass after the warm passes;
+ * - `floor-cluster` / `warden-cluster`: the same, for the stream shaped like a busy cluster.
  * - `floor-latency` / `warden-latency`: every allocation placed and running (Warden: heap per
  *   supervised allocation, after two full collections), then single-allocation failures, one at a
  *   time: from the server writing the line to the line parsed (floor) or its verdict (Warden).
@@ -165,16 +167,22 @@ async function wardenPass(stream: string, allocations: number): Promise<{ wallMs
 
 const WARM = 2_000;
 
-/** The warm passes: the small stream, `warmPasses` times, each with a reader of its own; the CPU ms of each. */
-async function warmUp(reader: 'warden' | LineParser): Promise<number[]> {
+/** The warm passes: the small stream of that shape, `warmPasses` times, each with a reader of its own; the CPU ms of each. */
+async function warmUp(reader: 'warden' | LineParser, stream: 'warm' | 'warm-cluster' = 'warm'): Promise<number[]> {
   const cpu: number[] = [];
-  for (let pass = 0; pass < warmPasses; pass++) cpu.push((await (reader === 'warden' ? wardenPass('warm', WARM) : floorPass('warm', reader))).cpuMs);
+  for (let pass = 0; pass < warmPasses; pass++) cpu.push((await (reader === 'warden' ? wardenPass(stream, WARM) : floorPass(stream, reader))).cpuMs);
   return cpu;
 }
 
-async function throughput(warden: boolean, allocations: number): Promise<unknown> {
-  const warmCpuMs = await warmUp(warden ? 'warden' : jsonParse);
-  return { ...(await (warden ? wardenPass('full', allocations) : floorPass('full'))), warmCpuMs };
+/**
+ * The whole stream three ways in one process: first cold (the first pass of a fresh process, as a
+ * `warden gate` in CI always is), then the warm passes, then again, measured in the steady state.
+ */
+async function throughput(warden: boolean, stream: 'full' | 'cluster', allocations: number): Promise<unknown> {
+  const pass = () => (warden ? wardenPass(stream, allocations) : floorPass(stream));
+  const { wallMs, cpuMs } = await pass();
+  const warmCpuMs = await warmUp(warden ? 'warden' : jsonParse, stream === 'full' ? 'warm' : 'warm-cluster');
+  return { ...(await pass()), cold: { wallMs, cpuMs }, warmCpuMs };
 }
 
 /**
@@ -325,7 +333,8 @@ const samples = Number(process.argv[5]);
 const unmeasured = Number(process.argv[6] ?? samples);
 const warmPasses = Number(process.argv[7] ?? 1);
 const result =
-  mode === 'floor-throughput' || mode === 'warden-throughput' ? await throughput(mode.startsWith('warden'), allocations)
+  mode === 'floor-throughput' || mode === 'warden-throughput' ? await throughput(mode.startsWith('warden'), 'full', allocations)
+  : mode === 'floor-cluster' || mode === 'warden-cluster' ? await throughput(mode.startsWith('warden'), 'cluster', allocations)
   : mode === 'floor-latency' || mode === 'decoder-latency' || mode === 'warden-latency' ? await latency(mode.slice(0, -'-latency'.length) as 'floor' | 'decoder' | 'warden', allocations, samples)
   : mode === 'timers-healthy' || mode === 'timers-deadline' ? await timers(mode === 'timers-healthy' ? 'healthy' : 'deadline', allocations)
   : undefined;

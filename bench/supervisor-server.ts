@@ -47,6 +47,14 @@ const builders = new Map<string, () => Stream>([
     const b = benchStreams(WARM_ALLOCATIONS, batch, Date.now(), DATA_POLICY);
     return stream(b, [b.placed(), b.running(), b.failing()]);
   }],
+  ['warm-cluster', () => {
+    const b = benchStreams(WARM_ALLOCATIONS, batch, Date.now(), DATA_POLICY);
+    return stream(b, [b.cluster()]);
+  }],
+  ['cluster', () => {
+    const b = benchStreams(allocations, batch, Date.now(), DATA_POLICY);
+    return stream(b, [b.cluster()]);
+  }],
   ['timers-healthy', () => {
     const b = benchStreams(allocations, batch, TIMER_START, TIMER_POLICY);
     return stream(b, [b.placed(), b.running()]);
@@ -71,6 +79,7 @@ function streamNamed(name: string): Stream | undefined {
   return found;
 }
 streamNamed('warm');
+streamNamed('warm-cluster');
 
 let selected: Stream = streams.get('tracked') as Stream;
 let listening: ServerResponse | undefined;

@@ -115,6 +115,11 @@ export class HealthRegistry {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<HealthListener>();
   private readonly stepper = new MachineStepper();
+  /**
+   * Policies found well-formed: a job version's group hands every allocation of it the same policy
+   * object, checked once instead of once per allocation (policies are read-only).
+   */
+  private readonly validPolicies = new WeakSet<HealthPolicy>();
   /** XState's snapshot of an allocation's machine, once asked for (an inspector, a caller persisting it), until its next step. */
   private readonly snapshots = new Map<string, AllocationHealthSnapshot>();
 
@@ -161,7 +166,7 @@ export class HealthRegistry {
    */
   trackHistory(allocationId: string, policy: HealthPolicy, start: HealthStart, history: HealthHistory, checks: readonly CheckView[] = []): HealthStatus {
     const problem =
-      healthPolicyProblem(policy) ?? history.views.reduce<string | null>((found, timed) => found ?? allocationViewProblem(timed.view), null) ?? checkViewsProblem(checks);
+      this.policyProblem(policy) ?? history.views.reduce<string | null>((found, timed) => found ?? allocationViewProblem(timed.view), null) ?? checkViewsProblem(checks);
     if (problem !== null) throw new HealthInputError(allocationId, problem);
     this.drop(allocationId);
     const input = { policy, now: start.at, watchingSince: start.watchingSince };
@@ -173,6 +178,13 @@ export class HealthRegistry {
     this.feed(allocationId, entry, history);
     // Its status as fed, even when a listener dropped it on reaching a verdict.
     return this.statusOf(entry);
+  }
+
+  private policyProblem(policy: HealthPolicy): string | null {
+    if (this.validPolicies.has(policy)) return null;
+    const problem = healthPolicyProblem(policy);
+    if (problem === null) this.validPolicies.add(policy);
+    return problem;
   }
 
   /** Feeds a view seen now; returns false when the allocation is unknown or the view changed nothing. */

@@ -400,7 +400,7 @@ export class AllocationIntake {
     this.rewatches.delete(id);
     const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
     const rewatchedFrom = rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy);
-    const admitted: Admitted = { ref: this.refOf(allocation), group, policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined };
+    const admitted: Admitted = { ref: this.refOf(allocation, id), group, policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined };
     this.admitted.set(id, admitted);
     const forgotten = this.awaitingClient.set(id, true);
     if (forgotten !== undefined && this.admitted.get(forgotten)?.opening === true) this.admitted.delete(forgotten);
@@ -523,9 +523,10 @@ export class AllocationIntake {
     this.decide({ alloc: admitted.ref, outcome: change.outcome }, admitted.nomad);
   }
 
-  private refOf(allocation: Allocation): AllocationRef {
+  /** `allocId`: the string the intake keys the allocation by, so that no later copy's ID string is kept beside it. */
+  private refOf(allocation: Allocation, allocId = allocation.ID): AllocationRef {
     return {
-      allocId: allocation.ID,
+      allocId,
       name: allocation.Name,
       namespace: allocation.Namespace || 'default',
       jobId: this.intern(allocation.JobID),
