@@ -6,6 +6,7 @@
  * or update (201 / 204, no body), delete (204, or 404 with no body).
  */
 import type { EnvironmentSummary } from '../runners/pools.js';
+import { unprivilegedProblemText } from '../runners/unprivilegedCheck.js';
 import { visibleEnvironments, type ApiRequest, type Handler } from './context.js';
 import { ApiError, badRequest, notFound, notRecovered } from './errors.js';
 import { parseGoBool, readJson, sendEmpty, sendJson } from './http.js';
@@ -51,7 +52,7 @@ function fetchParameter({ query }: ApiRequest): boolean {
 
 /** Environments whose runners cannot run unprivileged executions (their check failed), with why. */
 function unprivilegedProblems(environments: readonly EnvironmentSummary[]): string[] {
-  return environments.flatMap((e) => (e.unprivileged.status === 'failed' ? [`environment ${e.id}: unprivileged executions cannot run: ${e.unprivileged.reason}`] : []));
+  return environments.flatMap((e) => (e.unprivileged.status === 'failed' ? [unprivilegedProblemText(e.id, e.unprivileged.reason)] : []));
 }
 
 /**

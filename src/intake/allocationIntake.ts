@@ -247,25 +247,31 @@ export class AllocationIntake {
   }
 
   /**
-   * How many allocations of a deployment are still being judged: machines running, jobs being looked
-   * up. One its client never reported is not counted (Nomad is not watching it either).
+   * Visits the allocations of a deployment still being judged: machines running (admitted; undefined
+   * while its job or node is read). One its client never reported is not among them (Nomad is not
+   * watching it either). A callback, not a list: a gate counts them after every step once its
+   * deployment has ended.
    */
+  private eachJudgingIn(deploymentId: string, visit: (allocId: string, admitted: Admitted | undefined) => void): void {
+    for (const [allocId, admitted] of this.admitted) if (admitted.ref.deploymentId === deploymentId && !admitted.opening) visit(allocId, admitted);
+    for (const [allocId, allocation] of this.resolving) if (deploymentOf(allocation) === deploymentId) visit(allocId, undefined);
+  }
+
+  /** How many allocations of a deployment are still being judged (see eachJudgingIn). */
   undecidedIn(deploymentId: string): number {
     let count = 0;
-    for (const admitted of this.admitted.values()) if (admitted.ref.deploymentId === deploymentId && !admitted.opening) count++;
-    for (const allocation of this.resolving.values()) if (deploymentOf(allocation) === deploymentId) count++;
+    this.eachJudgingIn(deploymentId, () => count++);
     return count;
   }
 
-  /** The allocations `undecidedIn` counts, each with where its judgement is (a gate that gives up says them). */
+  /** Those allocations, each with where its judgement is (a gate that gives up says them). */
   stillJudgedIn(deploymentId: string): { allocId: string; state: string }[] {
     const judged: { allocId: string; state: string }[] = [];
-    for (const [allocId, admitted] of this.admitted) {
-      if (admitted.ref.deploymentId !== deploymentId || admitted.opening) continue;
-      const state = admitted.awaitingNomad ? "waiting for Nomad's recorded decision" : String(this.options.registry.machine(allocId)?.value ?? 'no machine');
+    this.eachJudgingIn(deploymentId, (allocId, admitted) => {
+      const state =
+        admitted === undefined ? 'its job or node being read' : admitted.awaitingNomad ? "waiting for Nomad's recorded decision" : String(this.options.registry.machine(allocId)?.value ?? 'no machine');
       judged.push({ allocId, state });
-    }
-    for (const [allocId, allocation] of this.resolving) if (deploymentOf(allocation) === deploymentId) judged.push({ allocId, state: 'its job or node being read' });
+    });
     return judged;
   }
 

@@ -37,7 +37,7 @@ import { StrayRunners } from './strayRunners.js';
 import { oneLine } from './taskTrouble.js';
 import { runnerAllocation } from './runnerAllocation.js';
 import { Runner, runnerInfo, runnerState, type RunnerActor, type RunnerHost, type RunnerInfo } from './runner.js';
-import { UnprivilegedChecks, type CheckedRunner, type UnprivilegedCheck } from './unprivilegedCheck.js';
+import { UnprivilegedChecks, unprivilegedProblemText, type CheckedRunner, type UnprivilegedCheck } from './unprivilegedCheck.js';
 
 export interface RunnerPoolsOptions {
   /** The shell that runs commands (`<shell> -c <command>`). Default /bin/bash, as Poseidon. */
@@ -224,7 +224,7 @@ export class RunnerPools {
       alive: (runnerId) => ['idle', 'used'].includes(runnerState(this.runnerActor(runnerId)?.getSnapshot())),
       checked: (environmentId, check) => {
         this.checkSubject.next({ environmentId, check });
-        if (check.status === 'failed') this.report({ kind: 'unprivileged-unavailable', environmentId, message: `environment ${environmentId}: unprivileged executions cannot run: ${check.reason}` });
+        if (check.status === 'failed') this.report({ kind: 'unprivileged-unavailable', environmentId, message: unprivilegedProblemText(environmentId, check.reason) });
         this.changeSubject.next(environmentId);
       },
     });

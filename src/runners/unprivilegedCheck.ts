@@ -45,6 +45,11 @@ interface Entry {
 
 const UNCHECKED: UnprivilegedCheck = { status: 'unchecked' };
 
+/** A failed check as the pools' problem and /health say it. */
+export function unprivilegedProblemText(environmentId: number, reason: string): string {
+  return `environment ${environmentId}: unprivileged executions cannot run: ${reason}`;
+}
+
 export class UnprivilegedChecks {
   private readonly entries = new Map<number, Entry>();
   private stopped = false;
