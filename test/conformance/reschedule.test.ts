@@ -6,7 +6,7 @@
  * In an active deployment the deployment watcher first marks the allocation for rescheduling.
  */
 import type { Frame, StreamEvent } from './support/eventTap.js';
-import { allocOf, failingJob, register, streamJobs, type JsonObject } from './support/scenario.js';
+import { allocOf, checkFrames, failingJob, register, streamJobs, type JsonObject } from './support/scenario.js';
 import { useTarget } from './support/target.js';
 
 const RESCHEDULE_5S = { Attempts: 1, Unlimited: false, Interval: 3_600e9, Delay: 5e9, DelayFunction: 'constant', MaxDelay: 0 };
@@ -27,8 +27,9 @@ describe('reschedules', () => {
     await stream.fence();
     const all = stream.frames();
     // The failure report, and beside it at the same index the server's alloc-failure evaluation.
-    const failedAt = all.findIndex((f) => f.Events!.some((e) => e.Topic === 'Allocation' && allocOf(e).ClientStatus === 'failed'));
-    const failedReport = all[failedAt]!.Events!.find((e) => e.Topic === 'Allocation')!;
+    const isFailed = (e: StreamEvent): boolean => e.Topic === 'Allocation' && allocOf(e).ClientStatus === 'failed';
+    const failedAt = all.findIndex((f) => f.Events!.some(isFailed));
+    const failedReport = all[failedAt]!.Events!.find(isFailed)!;
     const failed = allocOf(failedReport);
     expect(failedReport.Type).toBe('AllocationUpdated');
     expect(((failed.TaskStates as Record<string, { Events: { Type: string }[] }>).t!.Events.map((e) => e.Type))).toEqual(['Received', 'Task Setup', 'Started', 'Terminated', 'Not Restarting']);
@@ -71,10 +72,21 @@ describe('reschedules', () => {
       group: { Update: { MaxParallel: 1, HealthCheck: 'task_states', MinHealthyTime: 1e9, HealthyDeadline: 20e9, ProgressDeadline: 60e9, AutoRevert: false, AutoPromote: false, Canary: 0, Stagger: 30e9 } },
     }));
     const frames = await stream.until('the replacement running', (all) => events(all).some((e) => e.Topic === 'Allocation' && allocOf(e).PreviousAllocation && allocOf(e).ClientStatus === 'running'), 30_000);
-    const failedFrame = frames.find((f) => f.Events!.some((e) => e.Topic === 'Allocation' && allocOf(e).ClientStatus === 'failed'))!;
-    const failed = allocOf(failedFrame.Events!.find((e) => e.Topic === 'Allocation')!);
-    // The client's health tracker reports it unhealthy in the same report; the deployment counts it.
-    expect(failed.DeploymentStatus).toMatchObject({ Healthy: false });
+    checkFrames(frames, () => deploymentFailure(frames));
+    stream.close();
+  });
+
+  /**
+   * The deployment watcher reacts to the client's health report, not to the allocation's client
+   * status: the two usually come in one sync, but a loaded client can send the health first. So the
+   * case follows the first report of the allocation unhealthy, and the marking of that allocation.
+   */
+  function deploymentFailure(frames: readonly Frame[]): void {
+    const isUnhealthy = (e: StreamEvent): boolean => e.Topic === 'Allocation' && (allocOf(e).DeploymentStatus as JsonObject | undefined)?.Healthy === false;
+    const failedFrame = frames.find((f) => f.Events!.some(isUnhealthy))!;
+    const failed = allocOf(failedFrame.Events!.find(isUnhealthy)!);
+    // The client's health tracker reports it unhealthy at its task's failure; the deployment counts it.
+    expect(events(frames).some((e) => e.Topic === 'Allocation' && allocOf(e).ID === failed.ID && allocOf(e).ClientStatus === 'failed')).toBe(true);
     expect(((failed.TaskStates as Record<string, { Events: { Type: string; DisplayMessage: string }[] }>).t!.Events.at(-1))).toMatchObject({ Type: 'Alloc Unhealthy', DisplayMessage: 'Unhealthy because of failed task' });
     expect(failedFrame.Events!.find((e) => e.Topic === 'Deployment')?.Payload.Deployment).toMatchObject({ TaskGroups: { g: { UnhealthyAllocs: 1 } } });
     const after = frames.filter((f) => f.Index! >= failedFrame.Index!);
@@ -83,8 +95,9 @@ describe('reschedules', () => {
     const failureDone = after.find((f) => f.Events!.some((e) => e.Topic === 'Evaluation' && evaluationOf(e).ID === failure.ID && evaluationOf(e).Status === 'complete'))!;
     expect(failureDone.Events!.map((e) => `${e.Topic}/${e.Type}`).filter((t) => t.startsWith('Evaluation'))).toEqual(['Evaluation/EvaluationUpdated']);
     expect(events(after).some((e) => e.Type === 'PlanResult' && e.Topic === 'Evaluation' && evaluationOf(e).ID === failure.ID)).toBe(false);
-    const marked = after.find((f) => f.Events!.some((e) => e.Type === 'AllocationUpdateDesiredStatus' && e.Topic === 'Allocation'))!;
-    expect(allocOf(marked.Events!.find((e) => e.Topic === 'Allocation')!)).toMatchObject({ ID: failed.ID, DesiredTransition: { Reschedule: true } });
+    const markedEvent = (e: StreamEvent): boolean => e.Type === 'AllocationUpdateDesiredStatus' && e.Topic === 'Allocation' && allocOf(e).ID === failed.ID;
+    const marked = after.find((f) => f.Events!.some(markedEvent))!;
+    expect(allocOf(marked.Events!.find(markedEvent)!)).toMatchObject({ DesiredTransition: { Reschedule: true } });
     const watcher = evaluationOf(marked.Events!.find((e) => e.Topic === 'Evaluation')!);
     expect(watcher).toMatchObject({ TriggeredBy: 'deployment-watcher', Status: 'pending', DeploymentID: failed.DeploymentID });
     // deployment_watcher.go perJobEvalBatchPeriod (1 s), seen from the frames' arrival: a few ms either way on the wall clock.
@@ -95,6 +108,5 @@ describe('reschedules', () => {
     expect(Date.parse(String(followup.WaitUntil))).toBe(finishedAt(failed) + 5_000);
     const replacement = allocOf(events(after).find((e) => e.Topic === 'Allocation' && allocOf(e).PreviousAllocation === failed.ID)!);
     expect(replacement).toMatchObject({ EvalID: followup.ID, DeploymentID: failed.DeploymentID });
-    stream.close();
-  });
+  }
 });

@@ -111,7 +111,19 @@ export function describeFrames(frames: readonly Frame[]): string {
   return frames
     .map((frame) => `${frame.Index} @${frame.at}: ${(frame.Events ?? []).map((e) => {
       const p = e.Payload[e.Topic] ?? {};
-      return `${e.Topic}/${e.Type} ${String(p.ID ?? e.Key).slice(0, 8)} ${String(p.Status ?? p.ClientStatus ?? '')}${p.DesiredStatus ? `/${String(p.DesiredStatus)}` : ''}`;
+      const health = (p.DeploymentStatus as { Healthy?: boolean } | undefined)?.Healthy;
+      const marked = (p.DesiredTransition as { Reschedule?: boolean } | undefined)?.Reschedule ? ' reschedule' : '';
+      return `${e.Topic}/${e.Type} ${String(p.ID ?? e.Key).slice(0, 8)} ${String(p.Status ?? p.ClientStatus ?? '')}${p.DesiredStatus ? `/${String(p.DesiredStatus)}` : ''}${health === undefined ? '' : ` healthy=${health}`}${marked}`;
     }).join(' | ')}`)
     .join('\n');
+}
+
+/** Runs a case's checks on `frames`; a failed check's message ends with the frames, so a live failure can be read. */
+export function checkFrames(frames: readonly Frame[], check: () => void): void {
+  try {
+    check();
+  } catch (error) {
+    if (error instanceof Error) error.message += `\n\nthe frames:\n${describeFrames(frames)}`;
+    throw error;
+  }
 }
