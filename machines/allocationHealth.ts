@@ -23,6 +23,7 @@ import type {
   AllocationHealthEvent,
   AllocationHealthInput,
   AllocationView,
+  CheckView,
   HealthOutcome,
 } from './allocationHealthTypes.js';
 import { assessTasks, checksPassing, disconnected, explainUnhealthy, healthyAt } from './allocationHealthRules.js';
@@ -32,6 +33,8 @@ const STOPPING_DESIRED_STATUSES: ReadonlySet<string> = new Set(['stop', 'evict']
 
 /** What the machine knows before its first observation: nothing is running. */
 const UNSEEN: AllocationView = { clientStatus: 'pending', desiredStatus: 'run', tasks: {} };
+/** No checks seen yet: one frozen array for every machine (an observation replaces the checks, never changes them). */
+const NO_CHECKS: readonly CheckView[] = Object.freeze([]);
 
 function eventProblem(event: AllocationHealthEvent): string | null {
   return (
@@ -46,7 +49,8 @@ function record(context: AllocationHealthContext, event: AllocationHealthEvent):
   if (problem !== null) return { ...context, rejected: problem };
   const now = Math.max(context.now, event.now);
   const view = event.view ?? context.view;
-  const checks = event.checks ?? context.checks;
+  // Empty checks kept as the one shared array: most allocations have none, and 100,000 of them would keep as many.
+  const checks = event.checks === undefined ? context.checks : event.checks.length === 0 ? NO_CHECKS : event.checks;
   const tasks = event.view === undefined ? context.tasks : assessTasks(view, context.policy, context.watchingSince);
   // The check watcher's timer runs from when the checks began passing, whatever the tasks do.
   const checksPassingSince = checksPassing(context.policy, checks) ? (context.checksPassingSince ?? now) : null;
@@ -150,7 +154,7 @@ export function initialContext(input: AllocationHealthInput): AllocationHealthCo
   return {
     policy: input.policy,
     view: UNSEEN,
-    checks: [],
+    checks: NO_CHECKS,
     tasks: assessTasks(UNSEEN, input.policy, null),
     now: input.now,
     watchingSince: known,

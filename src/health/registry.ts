@@ -22,7 +22,7 @@ import type {
 } from '../../machines/allocationHealthTypes.js';
 import type { ObservedAllocationView } from './allocationView.js';
 import type { TimedView } from './allocationHistory.js';
-import { ClockHorizon, type Horizon } from './horizon.js';
+import { ClockHorizon, NOT_WAITING, type Horizon, type HorizonWaiter } from './horizon.js';
 import { HealthInputError } from './errors.js';
 import { HealthInspection, inspectionCallback, type InspectionObserver } from './inspection.js';
 import { MachineStepper, type AllocationHealthSnapshot, type HealthMachineState, type MutableStepperState } from './machineStepper.js';
@@ -50,6 +50,20 @@ export interface HealthRegistryOptions {
   readonly inspect?: InspectionObserver;
   /** Up to when each allocation's data is known (default: up to the clock's now, a ClockHorizon). */
   readonly horizon?: Horizon;
+  /**
+   * Where each allocation's machine is kept (default: a Map of the registry's own). A caller with a
+   * record of its own for each allocation keeps the machine on it: one table for both.
+   */
+  readonly machines?: MachineTable;
+}
+
+/** A table of the registry's machines by allocation ID: what a Map does, and all the registry asks of one. */
+export interface MachineTable {
+  get(allocationId: string): MachineEntry | undefined;
+  has(allocationId: string): boolean;
+  set(allocationId: string, entry: MachineEntry): void;
+  delete(allocationId: string): boolean;
+  readonly size: number;
 }
 
 export interface HealthStatus {
@@ -96,8 +110,11 @@ interface Queued {
   readonly stop?: true;
 }
 
-/** An allocation's machine (where it is, its context: stepped in place) and what the registry knows of its data. */
-interface Entry extends MutableStepperState<AllocationHealthState, AllocationHealthContext> {
+/**
+ * An allocation's machine (where it is, its context: stepped in place) and what the registry knows of
+ * its data. The registry's own: a MachineTable only keeps it.
+ */
+export interface MachineEntry extends MutableStepperState<AllocationHealthState, AllocationHealthContext>, HorizonWaiter {
   /** The data of the allocation speaks for everything up to this time. */
   known: number;
   queue: Queued[] | undefined;
@@ -112,7 +129,7 @@ export class HealthRegistry {
   /** Only with an inspector: without one, no step pays for inspection. */
   private readonly inspection: HealthInspection | undefined;
   private readonly horizon: Horizon;
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries: MachineTable;
   private readonly listeners = new Set<HealthListener>();
   private readonly stepper = new MachineStepper();
   /**
@@ -125,13 +142,15 @@ export class HealthRegistry {
 
   constructor(options: HealthRegistryOptions) {
     this.clock = options.clock;
+    this.entries = options.machines ?? new Map<string, MachineEntry>();
     const emit = inspectionCallback(options.inspect);
     this.inspection = emit && new HealthInspection(emit, { snapshot: (id) => this.snapshot(id), receive: (id, event) => this.receive(id, event) });
     this.horizon = options.horizon ?? new ClockHorizon(options.clock);
-    this.horizon.connect((ids) => {
-      for (const id of ids) {
-        const entry = this.entries.get(id);
-        if (entry !== undefined) this.advance(id, entry);
+    this.horizon.connect((waiters) => {
+      // One dropped meanwhile (by a listener of an earlier one's step) is no longer judged.
+      for (const waiter of waiters) {
+        const entry = this.entries.get(waiter.allocationId);
+        if (entry === waiter) this.advance(entry.allocationId, entry);
       }
     });
   }
@@ -171,7 +190,11 @@ export class HealthRegistry {
     this.drop(allocationId);
     const input = { policy, now: start.at, watchingSince: start.watchingSince };
     const { value, context } = this.stepper.initial(input);
-    const entry: Entry = { value, context, status: 'active', output: undefined, known: start.at, queue: undefined, fed: false, viewAt: start.at };
+    const entry: MachineEntry = {
+      allocationId, value, context, status: 'active', output: undefined, known: start.at, queue: undefined, fed: false, viewAt: start.at,
+      // Written out, not spread from NOT_WAITING: a literal's own fields are kept in the object, a spread's beside it (40 B more each).
+      horizonDue: NOT_WAITING.horizonDue, horizonSeq: NOT_WAITING.horizonSeq, horizonSlot: NOT_WAITING.horizonSlot,
+    };
     this.entries.set(allocationId, entry);
     this.inspection?.started(allocationId, input, this.snapshotOf(allocationId, entry));
     if (checks.length > 0) this.step(allocationId, entry, { type: 'observe', checks, now: start.at });
@@ -225,7 +248,7 @@ export class HealthRegistry {
     this.entries.delete(allocationId);
     this.snapshots.delete(allocationId);
     // A decided machine let go of its horizon when it decided.
-    if (entry.status === 'active') this.horizon.release(allocationId);
+    if (entry.status === 'active') this.horizon.release(entry);
     this.inspection?.stopped(allocationId);
     return true;
   }
@@ -235,7 +258,7 @@ export class HealthRegistry {
     return entry === undefined ? undefined : this.statusOf(entry);
   }
 
-  private statusOf(entry: Entry): HealthStatus {
+  private statusOf(entry: MachineEntry): HealthStatus {
     return { state: entry.value, outcome: entry.context.outcome, rejected: entry.context.rejected };
   }
 
@@ -268,7 +291,7 @@ export class HealthRegistry {
   }
 
   /** Feeds each view at its time, letting time pass between them where the machine waits for it. */
-  private feed(allocationId: string, entry: Entry, history: HealthHistory): boolean {
+  private feed(allocationId: string, entry: MachineEntry, history: HealthHistory): boolean {
     // A stop waiting for its client's reaction: this history has the reaction, or waits still.
     const waitingStop = entry.queue?.find((item) => item.stop !== undefined)?.at;
     if (waitingStop !== undefined) entry.queue = (entry.queue as Queued[]).filter((item) => item.stop === undefined);
@@ -301,22 +324,22 @@ export class HealthRegistry {
    * an allocation whose client is away, only as far as its data speaks: nothing that came after
    * (a stop its client has not seen, its checks) is fed until the client reports again.
    */
-  private advance(allocationId: string, entry: Entry): void {
+  private advance(allocationId: string, entry: MachineEntry): void {
     if (entry.status !== 'active') return;
     if (disconnected(entry.context)) {
       this.pass(allocationId, entry, entry.known, true);
-      this.horizon.release(allocationId);
+      this.horizon.release(entry);
       return;
     }
-    const upTo = Math.max(entry.known, this.horizon.knownUpTo(allocationId));
+    const upTo = Math.max(entry.known, this.horizon.knownUpTo(entry));
     this.pass(allocationId, entry, upTo, true);
     const next = this.nextDue(entry);
-    if (next === null) this.horizon.release(allocationId);
-    else this.horizon.request(allocationId, next);
+    if (next === null) this.horizon.release(entry);
+    else this.horizon.request(entry, next);
   }
 
   /** Feeds, in time order, the machine's wake-ups and queued items due by `upTo` (`inclusive` of it). */
-  private pass(allocationId: string, entry: Entry, upTo: number, inclusive: boolean): void {
+  private pass(allocationId: string, entry: MachineEntry, upTo: number, inclusive: boolean): void {
     for (;;) {
       if (entry.status !== 'active') return;
       const wake = wakeAt(entry.context);
@@ -332,13 +355,13 @@ export class HealthRegistry {
     }
   }
 
-  private queuedEvent(entry: Entry, queued: Queued): AllocationHealthEvent {
+  private queuedEvent(entry: MachineEntry, queued: Queued): AllocationHealthEvent {
     if (queued.checks !== undefined) return { type: 'observe', checks: queued.checks, now: queued.at };
     const { view } = entry.context;
     return { type: 'observe', view: { ...view, desiredStatus: 'stop' }, now: queued.at };
   }
 
-  private nextDue(entry: Entry): number | null {
+  private nextDue(entry: MachineEntry): number | null {
     if (entry.status !== 'active') return null;
     const wake = wakeAt(entry.context);
     const queued = entry.queue?.[0]?.at;
@@ -347,7 +370,7 @@ export class HealthRegistry {
   }
 
   /** When checks count: when seen, or Nomad's next look at them (from when it began watching). */
-  private checksAt(entry: Entry, { sampled, seenAt }: CheckUpdateOptions): number {
+  private checksAt(entry: MachineEntry, { sampled, seenAt }: CheckUpdateOptions): number {
     const at = Math.max(Math.min(seenAt ?? Number.POSITIVE_INFINITY, this.clock.now()), entry.context.now);
     const since = entry.context.watchingSince;
     if (sampled !== true || since === null) return at;
@@ -356,27 +379,27 @@ export class HealthRegistry {
   }
 
   /** Removes checks queued to count at `at` (a later state seen before then replaces them); whether there were any. */
-  private unqueueChecksAt(entry: Entry, at: number): boolean {
+  private unqueueChecksAt(entry: MachineEntry, at: number): boolean {
     const index = entry.queue?.findIndex((item) => item.checks !== undefined && item.at === at) ?? -1;
     if (index < 0) return false;
     (entry.queue as Queued[]).splice(index, 1);
     return true;
   }
 
-  private enqueue(entry: Entry, item: Queued): void {
+  private enqueue(entry: MachineEntry, item: Queued): void {
     const queue = (entry.queue ??= []);
     let i = queue.length;
     while (i > 0 && (queue[i - 1] as Queued).at > item.at) i--;
     queue.splice(i, 0, item);
   }
 
-  private snapshotOf(allocationId: string, entry: Entry): AllocationHealthSnapshot {
+  private snapshotOf(allocationId: string, entry: MachineEntry): AllocationHealthSnapshot {
     let snapshot = this.snapshots.get(allocationId);
     if (snapshot === undefined) this.snapshots.set(allocationId, (snapshot = this.stepper.toSnapshot(entry)));
     return snapshot;
   }
 
-  private step(allocationId: string, entry: Entry, event: AllocationHealthEvent): void {
+  private step(allocationId: string, entry: MachineEntry, event: AllocationHealthEvent): void {
     const machine: HealthMachineState = entry;
     if (machine.status !== 'active') return;
     const from = machine.value;
@@ -386,7 +409,7 @@ export class HealthRegistry {
     if (from !== to) this.emit({ type: 'transition', allocationId, from, to, at: event.now });
     if (entry.status === 'done') {
       entry.queue = undefined;
-      this.horizon.release(allocationId);
+      this.horizon.release(entry);
       this.emit({ type: 'outcome', allocationId, outcome: entry.context.outcome as HealthOutcome });
     }
   }

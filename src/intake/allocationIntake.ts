@@ -33,12 +33,13 @@ import { taskEnvironments } from '../health/taskEnvironment.js';
 import { judgeSight } from '../health/historyFeed.js';
 import { nomadDecision, type NomadDecision } from '../health/nomadDecision.js';
 import { parseNanoTime } from '../health/nomadTime.js';
-import type { HealthChange, HealthRegistry } from '../health/registry.js';
+import { HealthRegistry, type HealthChange, type HealthRegistryOptions } from '../health/registry.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Allocation, Job, TaskGroup } from '../nomad/types.js';
 import type { JobCache } from '../streams/jobCache.js';
 import { BoundedHistory } from '../boundedHistory.js';
 import { InPlaceMoves, type MovingUpdate } from './inPlaceMoves.js';
+import { AdmittedRecords, type Admitted } from './admittedRecords.js';
 import type { Logger } from '../logger.js';
 import type { ResolvedScope } from './scope.js';
 import { AllocationNotJudgedError, SupervisorStoppedError } from './errors.js';
@@ -52,7 +53,8 @@ import type { NodeCache } from './nodeCache.js';
 export interface AllocationIntakeOptions {
   readonly nomad: Pick<NomadClient, 'getDeployment'>;
   readonly clock: Clock;
-  readonly registry: HealthRegistry;
+  /** The health registry's clock, horizon and inspector: the intake keeps its machines on its own records. */
+  readonly health: Omit<HealthRegistryOptions, 'machines'>;
   readonly jobs: JobCache;
   readonly scope: ResolvedScope;
   /** The cluster's Nomad release: the rules allocations are admitted with. */
@@ -83,29 +85,6 @@ export interface SupervisedAllocation {
   readonly health: AllocationHealthContext;
 }
 
-/** Judged (or waiting for its client to report it, before which Nomad does not watch it either). */
-interface Admitted {
-  /** Its `allocId` is the one string the allocation's ID is kept as (registry, horizon and book keys). */
-  readonly ref: AllocationRef;
-  readonly group: TaskGroup;
-  readonly policy: HealthPolicy;
-  readonly jobVersion: number | undefined;
-  /**
-   * True until its first sight with something to judge (its client may not have reported it yet:
-   * Nomad is not watching it either).
-   */
-  opening: boolean;
-  /** Where judging is to start after an in-place update (for the opening sight). */
-  readonly rewatchedFrom: number | undefined;
-  /**
-   * Its kept history cannot decide (Nomad's cap of 10 events a task) and its client has not recorded
-   * a decision yet: it waits for Nomad's (by its deadline at the latest), with no machine.
-   */
-  awaitingNomad: boolean;
-  /** The decision its client recorded, once a copy carried one: checked against Warden's verdict. */
-  nomad: NomadDecision | undefined;
-}
-
 function deploymentOf(allocation: Pick<Allocation, 'DeploymentID'>): string | undefined {
   return allocation.DeploymentID || undefined;
 }
@@ -134,6 +113,8 @@ function verdictWords(outcome: VerdictOutcome): string {
 }
 
 export class AllocationIntake {
+  /** The health machines of the allocations admitted (kept on their records). */
+  readonly registry: HealthRegistry;
   readonly verdicts$: Observable<VerdictRecord>;
   readonly changes$: Observable<StateChange>;
   /** Allocations left unjudged, with why (Nomad does not watch them, their job is gone...). */
@@ -143,7 +124,7 @@ export class AllocationIntake {
   private readonly changeSubject = new Subject<StateChange>();
   private readonly unjudgedSubject = new Subject<Unjudged>();
   private readonly book: VerdictBook;
-  private readonly admitted = new Map<string, Admitted>();
+  private readonly admitted = new AdmittedRecords();
   /** The latest update of allocations whose job is being looked up. */
   private readonly resolving = new Map<string, Allocation>();
   /** The update that moved an allocation into another deployment, until it is watched again from it. */
@@ -175,7 +156,8 @@ export class AllocationIntake {
     this.verdicts$ = this.verdictSubject.asObservable();
     this.changes$ = this.changeSubject.asObservable();
     this.unjudged$ = this.unjudgedSubject.asObservable();
-    options.registry.subscribe((change) => this.onHealthChange(change));
+    this.registry = new HealthRegistry({ ...options.health, machines: this.admitted });
+    this.registry.subscribe((change) => this.onHealthChange(change));
   }
 
   /**
@@ -185,7 +167,7 @@ export class AllocationIntake {
   receive(allocation: Allocation, live = false): void {
     const id = allocation.ID;
     if (this.stopped || typeof id !== 'string' || !this.options.scope.includes(allocation.Namespace, allocation.JobID)) return;
-    const admitted = this.admitted.get(id);
+    const admitted = this.admitted.record(id);
     if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) {
       // Judged again from its history: what it brings is not late delivery (no lag to learn from).
       if (this.reconnected(id, allocation)) {
@@ -215,7 +197,7 @@ export class AllocationIntake {
    */
   verdict(allocId: string): Promise<VerdictRecord> {
     // Watched again for a new deployment: what the book says is about the old one.
-    const judging = this.admitted.has(allocId) || this.resolving.has(allocId);
+    const judging = this.admitted.record(allocId) !== undefined || this.resolving.has(allocId);
     const known = judging ? undefined : this.book.verdict(allocId);
     if (known) return Promise.resolve(known);
     const unjudged = judging ? undefined : this.book.unjudgedReason(allocId);
@@ -253,7 +235,7 @@ export class AllocationIntake {
    * deployment has ended.
    */
   private eachJudgingIn(deploymentId: string, visit: (allocId: string, admitted: Admitted | undefined) => void): void {
-    for (const [allocId, admitted] of this.admitted) if (admitted.ref.deploymentId === deploymentId && !admitted.opening) visit(allocId, admitted);
+    for (const admitted of this.admitted.all()) if (admitted.ref.deploymentId === deploymentId && !admitted.opening) visit(admitted.ref.allocId, admitted);
     for (const [allocId, allocation] of this.resolving) if (deploymentOf(allocation) === deploymentId) visit(allocId, undefined);
   }
 
@@ -269,7 +251,7 @@ export class AllocationIntake {
     const judged: { allocId: string; state: string }[] = [];
     this.eachJudgingIn(deploymentId, (allocId, admitted) => {
       const state =
-        admitted === undefined ? 'its job or node being read' : admitted.awaitingNomad ? "waiting for Nomad's recorded decision" : String(this.options.registry.machine(allocId)?.value ?? 'no machine');
+        admitted === undefined ? 'its job or node being read' : admitted.awaitingNomad ? "waiting for Nomad's recorded decision" : String(admitted.machine?.value ?? 'no machine');
       judged.push({ allocId, state });
     });
     return judged;
@@ -277,27 +259,26 @@ export class AllocationIntake {
 
   /** Number of allocations with a live health machine. */
   get supervised(): number {
-    return this.options.registry.size;
+    return this.registry.size;
   }
 
   /** The allocation if it is being judged now; undefined once its verdict is in. */
   supervisedAllocation(allocId: string): SupervisedAllocation | undefined {
-    const admitted = this.admitted.get(allocId);
-    const machine = this.options.registry.machine(allocId);
+    const admitted = this.admitted.record(allocId);
+    const machine = admitted?.machine;
     if (!admitted || !machine) return undefined;
     return { alloc: admitted.ref, jobVersion: admitted.jobVersion, state: machine.value, health: machine.context };
   }
 
   supervisedAllocations(): SupervisedAllocation[] {
-    return [...this.admitted.keys()].flatMap((id) => this.supervisedAllocation(id) ?? []);
+    return [...this.admitted.all()].flatMap((admitted) => this.supervisedAllocation(admitted.ref.allocId) ?? []);
   }
 
   /** Ends every machine and fails the waits. */
   stop(): void {
     if (this.stopped) return;
     this.stopped = true;
-    for (const id of this.admitted.keys()) this.forget(id);
-    this.admitted.clear();
+    for (const admitted of [...this.admitted.all()]) this.release(admitted.ref.allocId);
     this.resolving.clear();
     this.rewatches.clear();
     this.awaitingClient.clear();
@@ -315,8 +296,7 @@ export class AllocationIntake {
    * verdict it reached stays in the book (for the old deployment) until the new one replaces it.
    */
   private rewatch(id: string, allocation: Allocation): void {
-    this.forget(id);
-    this.admitted.delete(id);
+    this.release(id);
     // A retry after a failed job lookup keeps the update that did the moving.
     const moving = this.rewatches.get(id);
     if (moving === undefined || deploymentOf(moving) !== deploymentOf(allocation)) this.rewatches.set(id, allocation);
@@ -380,7 +360,7 @@ export class AllocationIntake {
       this.retryTimer = undefined;
       const due = [...this.awaitingJob.entries()];
       this.awaitingJob.clear();
-      for (const [allocId, latest] of due) if (!this.admitted.has(allocId) && !this.resolving.has(allocId)) this.receive(latest);
+      for (const [allocId, latest] of due) if (this.admitted.record(allocId) === undefined && !this.resolving.has(allocId)) this.receive(latest);
     }, this.options.jobs.failureTtlMs);
   }
 
@@ -406,10 +386,10 @@ export class AllocationIntake {
     this.rewatches.delete(id);
     const rewatchedBy = moving && deploymentOf(moving) === deploymentOf(allocation) ? moving : undefined;
     const rewatchedFrom = rewatchedBy === undefined ? undefined : this.rewatchTime(rewatchedBy);
-    const admitted: Admitted = { ref: this.refOf(allocation, id), group, policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined };
-    this.admitted.set(id, admitted);
+    const admitted: Admitted = { ref: this.refOf(allocation, id), group, policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined, machine: undefined };
+    this.admitted.admit(id, admitted);
     const forgotten = this.awaitingClient.set(id, true);
-    if (forgotten !== undefined && this.admitted.get(forgotten)?.opening === true) this.admitted.delete(forgotten);
+    if (forgotten !== undefined && this.admitted.record(forgotten)?.opening === true) this.release(forgotten);
     this.judge(admitted, allocation);
   }
 
@@ -457,7 +437,8 @@ export class AllocationIntake {
 
   /** Feeds one sight of the allocation to its machine (starting it on the first one that can be judged). */
   private judge(admitted: Admitted, allocation: Allocation, live = false): void {
-    const { registry, checks, logger } = this.options;
+    const { checks, logger } = this.options;
+    const registry = this.registry;
     const id = admitted.ref.allocId;
     const opening = admitted.opening;
     // Until a machine runs for it, each sight is an opening one.
@@ -469,7 +450,7 @@ export class AllocationIntake {
       if (sight.kind === 'unreported') {
         const stopping = allocation.DesiredStatus === 'stop' || allocation.DesiredStatus === 'evict';
         if (stopping || CLIENT_TERMINAL.has(allocation.ClientStatus)) {
-          this.admitted.delete(id);
+          this.release(id);
           this.awaitingClient.delete(id);
           this.markUnjudged({ alloc: admitted.ref, reason: 'it ended before its client ever reported it: Nomad never watched it' });
         }
@@ -487,8 +468,7 @@ export class AllocationIntake {
       }
       if (sight.kind === 'undetermined' || sight.kind === 'recorded') {
         if (sight.kind === 'recorded') logger.info("the allocation's kept history cannot decide: Nomad's recorded verdict taken", { allocId: id, healthy: sight.outcome.healthy });
-        this.forget(id);
-        this.admitted.delete(id);
+        this.release(id);
         this.decide({ alloc: admitted.ref, outcome: sight.outcome }, admitted.nomad);
         return;
       }
@@ -497,15 +477,14 @@ export class AllocationIntake {
         registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group), { sampled: checks.sampled(admitted.group) });
       }
     } catch (error) {
-      this.forget(id);
-      this.admitted.delete(id);
+      this.release(id);
       this.options.report({ kind: 'bad-allocation', allocId: id, message: `allocation ${id}: ${errorMessage(error)}` });
     }
   }
 
   /** Its machine waits for a disconnected client, and this copy is the client's (or the server's final) word. */
   private reconnected(id: string, allocation: Allocation): boolean {
-    return this.options.registry.machine(id)?.value === 'disconnected' && allocation.ClientStatus !== 'unknown';
+    return this.registry.machine(id)?.value === 'disconnected' && allocation.ClientStatus !== 'unknown';
   }
 
   /** Judged again from the start of its history, as the client reports it now. */
@@ -518,14 +497,13 @@ export class AllocationIntake {
   private onHealthChange(change: HealthChange): void {
     // A machine steps a few times per update: its transitions are looked up only for a subscriber.
     if (change.type === 'transition' && !this.changeSubject.observed) return;
-    const admitted = this.admitted.get(change.allocationId);
+    const admitted = this.admitted.record(change.allocationId);
     if (!admitted) return;
     if (change.type === 'transition') {
       this.changeSubject.next({ alloc: admitted.ref, from: change.from, to: change.to, at: change.at });
       return;
     }
-    this.admitted.delete(change.allocationId);
-    this.forget(change.allocationId);
+    this.release(change.allocationId);
     this.decide({ alloc: admitted.ref, outcome: change.outcome }, admitted.nomad);
   }
 
@@ -581,9 +559,15 @@ export class AllocationIntake {
     });
   }
 
+  /** Forgets an admitted allocation: its machine, its check following, its record. */
+  private release(id: string): void {
+    this.forget(id);
+    this.admitted.remove(id);
+  }
+
   /** Drops the machine and the check following of an allocation. */
   private forget(id: string): void {
-    this.options.registry.drop(id);
+    this.registry.drop(id);
     this.options.checks.forget(id);
   }
 }

@@ -21,8 +21,7 @@
  * with back-off; all of it on the injected clock.
  */
 import type { Clock, TimerHandle } from '../clock/index.js';
-import { TimerHeap } from '../clock/timerHeap.js';
-import type { Horizon } from '../health/horizon.js';
+import { WaitingQueue, type Horizon, type HorizonWaiter } from '../health/horizon.js';
 import type { NomadClient } from '../nomad/client.js';
 import { NomadHttpError } from '../nomad/errors.js';
 import type { Allocation } from '../nomad/types.js';
@@ -61,13 +60,6 @@ export interface FreshnessOptions {
 const NO_ALLOCATION = '00000000-0000-0000-0000-000000000000';
 /** How many recent delays the settle window remembers (at most: older than lagMemoryMs, they are forgotten anyway). */
 const LAG_SAMPLES = 128;
-
-/** An allocation waiting to know up to `due`; stale once the allocation waits for another time, or no more. */
-interface Waiting {
-  readonly due: number;
-  readonly seq: number;
-  readonly id: string;
-}
 
 /**
  * The longest of the last LAG_SAMPLES delays seen within `memoryMs`, kept as they come: a queue of
@@ -113,20 +105,17 @@ class RecentLongest {
   }
 }
 
-export class FreshnessHorizon implements Horizon {
+export class FreshnessHorizon<W extends HorizonWaiter = HorizonWaiter> implements Horizon<W> {
   private readonly clock: Clock;
   private readonly floorMs: number;
   private readonly maxMs: number;
   /** Data time up to which every allocation is known. */
   private confirmed = Number.NEGATIVE_INFINITY;
-  /** Allocations confirmed further by a read of their own. */
-  private readonly confirmedOne = new Map<string, number>();
   /** What each waiting allocation needs to know up to. */
-  private readonly waiting = new Map<string, Waiting>();
-  /** The same, earliest first (with stale ones, dropped as they surface): a round takes what is due without looking at the rest. */
-  private readonly queue = new TimerHeap<Waiting>();
-  private seq = 0;
-  private onAdvance: (allocationIds: Iterable<string>) => void = () => undefined;
+  private readonly queue = new WaitingQueue<W>();
+  /** Allocations confirmed further by a read of their own (only when the stream cannot show every write). */
+  private readonly confirmedOne = new Map<W, number>();
+  private onAdvance: (waiters: Iterable<W>) => void = () => undefined;
   private timer: { at: number; handle: TimerHandle } | undefined;
   private running = false;
   private failures = 0;
@@ -151,24 +140,20 @@ export class FreshnessHorizon implements Horizon {
     return Math.min(this.maxMs, Math.max(this.floorMs, Math.ceil(this.lags.longestAt(this.clock.now()) * 1.25) + 100));
   }
 
-  knownUpTo(allocationId: string): number {
-    return Math.max(this.confirmed, this.confirmedOne.get(allocationId) ?? Number.NEGATIVE_INFINITY);
+  knownUpTo(waiter: W): number {
+    return Math.max(this.confirmed, this.confirmedOne.get(waiter) ?? Number.NEGATIVE_INFINITY);
   }
 
-  request(allocationId: string, at: number): void {
-    if (this.waiting.get(allocationId)?.due === at) return;
-    const waiting = { due: at, seq: ++this.seq, id: allocationId };
-    this.waiting.set(allocationId, waiting);
-    this.queue.push(waiting);
-    this.schedule();
+  request(waiter: W, at: number): void {
+    if (this.queue.request(waiter, at)) this.schedule();
   }
 
-  release(allocationId: string): void {
-    this.waiting.delete(allocationId);
-    this.confirmedOne.delete(allocationId);
+  release(waiter: W): void {
+    this.queue.release(waiter);
+    this.confirmedOne.delete(waiter);
   }
 
-  connect(onAdvance: (allocationIds: Iterable<string>) => void): void {
+  connect(onAdvance: (waiters: Iterable<W>) => void): void {
     this.onAdvance = onAdvance;
   }
 
@@ -213,30 +198,14 @@ export class FreshnessHorizon implements Horizon {
     for (const waiter of this.indexWaiters) waiter.resolve(false);
     this.indexWaiters.clear();
     this.streamingWaiters = [];
-    this.waiting.clear();
     this.queue.clear();
-  }
-
-  /** The earliest allocation still waiting (entries left behind by a later request or a release are dropped). */
-  private earliest(): Waiting | undefined {
-    for (let top = this.queue.peek(); top !== undefined; top = this.queue.peek()) {
-      if (this.waiting.get(top.id) === top) return top;
-      this.queue.pop();
-    }
-    return undefined;
-  }
-
-  /** Takes every allocation waiting for `target` or earlier off the queue (they wait on until announced). */
-  private takeDue(target: number): Waiting[] {
-    const due: Waiting[] = [];
-    for (let top = this.earliest(); top !== undefined && top.due <= target; top = this.earliest()) due.push(this.queue.pop() as Waiting);
-    return due;
+    this.confirmedOne.clear();
   }
 
   /** One timer: at the earliest time an allocation waits for, plus the window (later after failures). */
   private schedule(): void {
     if (this.closed || this.running) return;
-    const earliest = this.earliest()?.due;
+    const earliest = this.queue.earliest()?.horizonDue;
     if (earliest === undefined) return;
     const retry = this.failures === 0 ? 0 : backoffDelay(this.failures, this.options.random ? { random: this.options.random } : {});
     const at = Math.max(earliest + this.settleMs, this.clock.now() + retry);
@@ -257,7 +226,7 @@ export class FreshnessHorizon implements Horizon {
       if (this.closed) return;
       if (await this.streamCaughtUp()) {
         this.confirmed = Math.max(this.confirmed, target);
-        this.announce(this.takeDue(target));
+        this.announce(this.queue.takeDue(target));
       } else {
         await this.readEach(target);
       }
@@ -297,35 +266,34 @@ export class FreshnessHorizon implements Horizon {
    * read fails, they wait again for the next round.
    */
   private async readEach(target: number): Promise<void> {
-    const due = this.takeDue(target);
-    const unread = due.filter((waiting) => waiting.due > this.knownUpTo(waiting.id)).map((waiting) => waiting.id);
+    const due = this.queue.takeDue(target);
+    const unread = due.filter((waiter) => (waiter.horizonDue as number) > this.knownUpTo(waiter));
     let next = 0;
     const worker = async (): Promise<void> => {
-      for (let id = unread[next++]; id !== undefined; id = unread[next++]) {
+      for (let waiter = unread[next++]; waiter !== undefined; waiter = unread[next++]) {
         try {
-          this.options.deliver((await this.options.nomad.getAllocation(id)).body);
+          this.options.deliver((await this.options.nomad.getAllocation(waiter.allocationId)).body);
         } catch (error) {
           // Garbage-collected: nothing more will come.
           if (!(error instanceof NomadHttpError && error.status === 404)) throw error;
         }
         // Released meanwhile (decided by what the read brought): nothing to remember.
-        if (this.waiting.has(id)) this.confirmedOne.set(id, target);
+        if (waiter.horizonDue !== undefined) this.confirmedOne.set(waiter, target);
       }
     };
     try {
       await Promise.all(Array.from({ length: Math.min(this.options.concurrency ?? 8, unread.length) }, worker));
     } catch (error) {
-      for (const waiting of due) if (this.waiting.get(waiting.id) === waiting) this.queue.push(waiting);
+      this.queue.putBack(due);
       throw error;
     }
     this.announce(due);
   }
 
   /** Tells the registry these allocations' horizon moved: each asks again for what it still needs. */
-  private announce(due: readonly Waiting[]): void {
-    const ids: string[] = [];
-    for (const { id } of due) if (this.waiting.delete(id)) ids.push(id);
-    if (ids.length > 0) this.onAdvance(ids);
+  private announce(due: readonly W[]): void {
+    const waiters = this.queue.settle(due);
+    if (waiters.length > 0) this.onAdvance(waiters);
   }
 
   private untilStreaming(): Promise<void> {

@@ -7,7 +7,7 @@ import { evaluationMachineOver } from './evaluationReads.js';
 import type { CheckView } from '../../machines/allocationHealthTypes.js';
 import type { NomadClient } from '../nomad/client.js';
 import type { Clock } from '../clock/index.js';
-import { HealthRegistry } from '../health/registry.js';
+import type { HealthRegistry } from '../health/registry.js';
 import type { InspectionObserver } from '../health/inspection.js';
 import { ClockHorizon } from '../health/horizon.js';
 import { FreshnessHorizon, type FreshnessOptions } from '../intake/freshness.js';
@@ -151,7 +151,6 @@ export class Supervisor implements ExecTarget {
     this.freshness =
       options.freshness &&
       new FreshnessHorizon({ ...options.freshness, clock, nomad, logger: this.logger, deliver: (allocation) => this.onAllocation(allocation) });
-    this.registry = new HealthRegistry({ clock, horizon: this.freshness ?? new ClockHorizon(clock), ...(inspect ? { inspect } : {}) });
     this.consul = options.consul && new ConsulCheckFanOut((id, checks, seenAt) => this.registry.updateChecks(id, checks, { sampled: true, ...(seenAt === undefined ? {} : { seenAt }) }));
     const listener = (id: string, checks: readonly CheckView[]): boolean => this.registry.updateChecks(id, checks);
     const waiting = (id: string): boolean => this.registry.status(id)?.state !== 'pending';
@@ -160,7 +159,7 @@ export class Supervisor implements ExecTarget {
     this.intake = new AllocationIntake({
       nomad,
       clock,
-      registry: this.registry,
+      health: { clock, horizon: this.freshness ?? new ClockHorizon(clock), ...(inspect ? { inspect } : {}) },
       jobs: this.jobs,
       scope: this.scope,
       release: this.release,
@@ -173,6 +172,7 @@ export class Supervisor implements ExecTarget {
       onSettled: () => this.deployments.recheck(),
       report: (problem) => this.report(problem),
     });
+    this.registry = this.intake.registry;
     this.verdicts$ = this.intake.verdicts$;
     this.changes$ = this.intake.changes$;
     this.deployments = new DeploymentGates({

@@ -23,15 +23,20 @@ describe('HealthRegistry', () => {
     ]);
   });
 
-  it('keeps at most one timer per allocation and none once decided', () => {
+  it('keeps one timer however many allocations wait, and none once none does', () => {
     const { clock, registry } = harness();
     for (const id of ['a', 'b', 'c']) registry.track(id, policy(), view({ web: task() }));
-    expect(clock.pending()).toBe(3);
+    expect(clock.pending()).toBe(1);
     registry.updateAllocation('a', view({ web: running(T0) }));
-    expect(clock.pending()).toBe(3);
+    expect(clock.pending()).toBe(1);
     clock.advance(2000);
     expect(registry.status('a')?.state).toBe('healthy');
-    expect(clock.pending()).toBe(2);
+    // b and c wait for their deadline.
+    expect(clock.pending()).toBe(1);
+    registry.drop('b');
+    expect(clock.pending()).toBe(1);
+    registry.drop('c');
+    expect(clock.pending()).toBe(0);
   });
 
   it('an update that does not change the compact view is not sent to the machine', () => {

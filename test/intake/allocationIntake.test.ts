@@ -4,7 +4,7 @@
  * waiting for their client is bounded.
  */
 import { VirtualClock } from '../../src/clock/index.js';
-import { HealthRegistry } from '../../src/health/registry.js';
+import type { AdmittedRecords } from '../../src/intake/admittedRecords.js';
 import { AllocationIntake } from '../../src/intake/allocationIntake.js';
 import { NomadHttpError } from '../../src/nomad/errors.js';
 import type { Allocation, Job } from '../../src/nomad/types.js';
@@ -37,14 +37,13 @@ function allocation(id: string, at: number, reported = true): Allocation {
 
 function intakeWith(source: JobSource, historySize = 100) {
   const clock = new VirtualClock({ start: START });
-  const registry = new HealthRegistry({ clock });
   const problems: string[] = [];
   const verdicts: VerdictRecord[] = [];
   const checks = { unavailable: () => undefined, follow: () => [], forget: () => undefined } as never;
   const intake = new AllocationIntake({
     nomad: { getDeployment: () => Promise.reject(new Error('no deployment reads here')) },
     clock,
-    registry,
+    health: { clock },
     jobs: new JobCache(source, { clock, failureTtlMs: 30_000 }),
     scope: resolveScope(),
     release: { rules: NEWEST_NOMAD_RULES, whenKnown: () => Promise.resolve(NEWEST_NOMAD_RULES) },
@@ -91,10 +90,10 @@ test('allocations never reported by their client are forgotten oldest first beyo
   const { intake } = intakeWith(source, 5);
   for (let i = 0; i < 12; i++) intake.receive(allocation(`p${i}`, START, false));
   await settle();
-  const waiting = (intake as unknown as { admitted: Map<string, unknown> }).admitted;
-  expect([...waiting.keys()]).toEqual(['p7', 'p8', 'p9', 'p10', 'p11']);
+  const waiting = (intake as unknown as { admitted: AdmittedRecords }).admitted;
+  expect([...waiting.all()].map((admitted) => admitted.ref.allocId)).toEqual(['p7', 'p8', 'p9', 'p10', 'p11']);
   // Their client reports one of the forgotten ones after all: it is judged from its history then.
   intake.receive(allocation('p0', START));
   await settle();
-  expect(waiting.has('p0')).toBe(true);
+  expect(waiting.record('p0')).toBeDefined();
 });

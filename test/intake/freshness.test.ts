@@ -5,6 +5,7 @@
  */
 import { VirtualClock } from '../../src/clock/index.js';
 import { FreshnessHorizon, type FreshnessOptions } from '../../src/intake/freshness.js';
+import { NOT_WAITING, type HorizonWaiter } from '../../src/health/horizon.js';
 import type { Allocation } from '../../src/nomad/types.js';
 import { silentLogger } from '../../src/logger.js';
 
@@ -30,18 +31,25 @@ function horizonWith(options: { namespace?: string; failReads?: () => boolean; i
   };
   const horizon = new FreshnessHorizon({ clock, nomad, namespace: 'namespace' in options ? options.namespace : 'default', deliver: () => undefined, logger: silentLogger, settleMs: 1_000, random: () => 0.5 });
   const advanced: string[][] = [];
-  horizon.connect((ids) => advanced.push([...ids]));
+  horizon.connect((waiters) => advanced.push([...waiters].map((waiter) => waiter.allocationId)));
   horizon.noteStreaming(true);
   horizon.noteDelivered(7);
-  return { clock, horizon, calls, advanced };
+  // Each allocation's record, as the registry would hold it (the horizon keeps its marks there).
+  const records = new Map<string, HorizonWaiter>();
+  const waiter = (allocationId: string): HorizonWaiter => {
+    let record = records.get(allocationId);
+    if (record === undefined) records.set(allocationId, (record = { allocationId, ...NOT_WAITING }));
+    return record;
+  };
+  return { clock, horizon, calls, advanced, waiter };
 }
 
 describe('FreshnessHorizon', () => {
   test('one timer and one index read confirm every allocation due, in one announcement; the later ones wait for their own round', async () => {
-    const { clock, horizon, calls, advanced } = horizonWith();
-    for (let i = 0; i < 1_000; i++) horizon.request(`a${i}`, START + 100 + (i % 2) * 5_000);
-    horizon.request('a0', START + 100);
-    horizon.release('a2');
+    const { clock, horizon, calls, advanced, waiter } = horizonWith();
+    for (let i = 0; i < 1_000; i++) horizon.request(waiter(`a${i}`), START + 100 + (i % 2) * 5_000);
+    horizon.request(waiter('a0'), START + 100);
+    horizon.release(waiter('a2'));
     expect(clock.pending()).toBe(1);
     clock.advanceTo(START + 1_099);
     await settle();
@@ -51,7 +59,7 @@ describe('FreshnessHorizon', () => {
     expect(calls.listings).toBe(1);
     expect(advanced).toHaveLength(1);
     expect(advanced[0]).toHaveLength(499);
-    expect(horizon.knownUpTo('a1')).toBe(START + 100);
+    expect(horizon.knownUpTo(waiter('a1'))).toBe(START + 100);
     clock.advanceTo(START + 6_100);
     await settle();
     expect(calls.listings).toBe(2);
@@ -118,9 +126,9 @@ describe('FreshnessHorizon', () => {
 
   test('allocations whose reads failed (a stream that cannot show other namespaces) wait, and a later round reads and confirms them', async () => {
     let failing = true;
-    const { clock, horizon, calls, advanced } = horizonWith({ namespace: undefined, failReads: () => failing });
-    horizon.request('x', START + 100);
-    horizon.request('y', START + 100);
+    const { clock, horizon, calls, advanced, waiter } = horizonWith({ namespace: undefined, failReads: () => failing });
+    horizon.request(waiter('x'), START + 100);
+    horizon.request(waiter('y'), START + 100);
     clock.advanceTo(START + 1_100);
     await settle();
     expect(advanced).toEqual([]);
@@ -130,6 +138,6 @@ describe('FreshnessHorizon', () => {
     await settle();
     expect(advanced).toEqual([['x', 'y']]);
     expect(calls.reads.slice(-2).sort()).toEqual(['x', 'y']);
-    expect(horizon.knownUpTo('x')).toBeGreaterThanOrEqual(START + 100);
+    expect(horizon.knownUpTo(waiter('x'))).toBeGreaterThanOrEqual(START + 100);
   });
 });
