@@ -61,12 +61,8 @@ export class WaitingQueue<W extends HorizonWaiter> {
     if (waiter.horizonDue === at) return false;
     waiter.horizonDue = at;
     waiter.horizonSeq = ++this.seq;
-    if (waiter.horizonSlot < 0) {
-      waiter.horizonSlot = this.heap.push(waiter) - 1;
-      this.up(waiter.horizonSlot);
-    } else {
-      this.down(this.up(waiter.horizonSlot));
-    }
+    if (waiter.horizonSlot < 0) this.push(waiter);
+    else this.down(this.up(waiter.horizonSlot));
     return true;
   }
 
@@ -93,9 +89,7 @@ export class WaitingQueue<W extends HorizonWaiter> {
   /** Puts taken requests back (a round that failed); those replaced or released meanwhile are left out. */
   putBack(taken: readonly W[]): void {
     for (const waiter of taken) {
-      if (!this.stillTaken(waiter)) continue;
-      waiter.horizonSlot = this.heap.push(waiter) - 1;
-      this.up(waiter.horizonSlot);
+      if (this.stillTaken(waiter)) this.push(waiter);
     }
   }
 
@@ -123,15 +117,23 @@ export class WaitingQueue<W extends HorizonWaiter> {
     return waiter.horizonDue !== undefined && waiter.horizonSlot < 0;
   }
 
+  private push(waiter: W): void {
+    this.up(this.heap.push(waiter) - 1);
+  }
+
   private removeAt(slot: number): void {
     const heap = this.heap;
     const removed = heap[slot] as W;
     removed.horizonSlot = -1;
     const last = heap.pop() as W;
     if (last === removed) return;
-    heap[slot] = last;
-    last.horizonSlot = slot;
+    this.place(last, slot);
     this.down(this.up(slot));
+  }
+
+  private place(waiter: W, slot: number): void {
+    this.heap[slot] = waiter;
+    waiter.horizonSlot = slot;
   }
 
   /** Moves the waiter at `slot` up while it is due before its parent; its slot then. */
@@ -143,12 +145,10 @@ export class WaitingQueue<W extends HorizonWaiter> {
       const parent = (i - 1) >> 1;
       const p = heap[parent] as W;
       if (!before(waiter, p)) break;
-      heap[i] = p;
-      p.horizonSlot = i;
+      this.place(p, i);
       i = parent;
     }
-    heap[i] = waiter;
-    waiter.horizonSlot = i;
+    this.place(waiter, i);
     return i;
   }
 
@@ -165,12 +165,10 @@ export class WaitingQueue<W extends HorizonWaiter> {
       const child = right < n && before(heap[right] as W, heap[left] as W) ? right : left;
       const c = heap[child] as W;
       if (!before(c, waiter)) break;
-      heap[i] = c;
-      c.horizonSlot = i;
+      this.place(c, i);
       i = child;
     }
-    heap[i] = waiter;
-    waiter.horizonSlot = i;
+    this.place(waiter, i);
   }
 }
 

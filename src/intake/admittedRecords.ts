@@ -44,7 +44,7 @@ export class AdmittedRecords implements MachineTable {
     return this.records.get(allocationId);
   }
 
-  /** Admits an allocation (an earlier record of it must have been removed). */
+  /** Admits an allocation (an earlier record of it must have been removed: see remove). */
   admit(allocationId: string, record: Admitted): void {
     if (this.records.has(allocationId)) throw new Error(`allocation ${allocationId} is admitted already`);
     this.records.set(allocationId, record);
