@@ -106,6 +106,9 @@ const server = createServer((req, res) => {
       res.on('close', () => clearInterval(heartbeat));
       return;
     }
+    // The payloads are Nomad 1.1.2's: the supervisor reads the cluster's release once at start, as from a real agent.
+    case 'GET /v1/agent/self':
+      return json(res, { config: { Version: { Version: '1.1.2', VersionPrerelease: '', VersionMetadata: '' } } });
     case 'GET /v1/allocations':
       return json(res, [], { 'X-Nomad-Index': String(selected.lastIndex), 'X-Nomad-KnownLeader': 'true', 'X-Nomad-LastContact': '0' });
     case 'POST /bench/select': {
