@@ -1,10 +1,10 @@
-export { HealthRegistry, type HealthChange, type HealthHistory, type HealthListener, type HealthRegistryOptions, type HealthStart, type HealthStatus, type CheckUpdateOptions, CHECK_LOOKUP_INTERVAL_MS } from './registry.js';
+export { HealthRegistry, type HealthChange, type HealthHistory, type HealthListener, type HealthRegistryOptions, type HealthStart, type HealthStatus, type CheckUpdateOptions, type MachineEntry, type MachineTable, CHECK_LOOKUP_INTERVAL_MS } from './registry.js';
 export type { AllocationHealthSnapshot } from './machineStepper.js';
 export type { AllocationActorRef, InspectionObserver } from './inspection.js';
 export { allocationView, type AllocationViewResult, type ObservedAllocationView } from './allocationView.js';
 export { allocationHistory, viewAt, TASK_EVENTS_KEPT, type AllocationHistory, type HistoryBase, type HistoryOptions, type TimedView, type Undetermined } from './allocationHistory.js';
 export { judgeSight, openingHistory, followingHistory, type Opening, type OpeningResult, type Sight } from './historyFeed.js';
-export { ClockHorizon, type Horizon } from './horizon.js';
+export { ClockHorizon, NOT_WAITING, WaitingQueue, type Horizon, type HorizonWaiter } from './horizon.js';
 export {
   healthPolicyFor,
   expectedChecks,
