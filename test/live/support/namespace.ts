@@ -31,9 +31,11 @@ export function liveNamespace(name: string): LiveNamespace {
   const remove = async (): Promise<void> => {
     const jobs = (await (await fetch(`${nomad}/v1/jobs?namespace=${namespace}`)).json()) as { ID: string }[];
     for (const job of jobs) await (await fetch(`${nomad}/v1/job/${encodeURIComponent(job.ID)}?purge=true&namespace=${namespace}`, { method: 'DELETE' })).text();
-    // A namespace with jobs (even dead ones not yet collected) cannot be deleted: garbage-collect first.
-    await (await fetch(`${nomad}/v1/system/gc`, { method: 'PUT' })).text();
-    await (await fetch(`${nomad}/v1/namespace/${namespace}`, { method: 'DELETE' })).text();
+    // Purged jobs are gone at once, so the namespace can go. No forced garbage collection
+    // (PUT /v1/system/gc): it collects every dead job of the cluster, other suites' too (a
+    // conformance case running beside this one lost its dead batch job to it: 404).
+    const deleted = await fetch(`${nomad}/v1/namespace/${namespace}`, { method: 'DELETE' });
+    if (deleted.status !== 200) throw new Error(`namespace ${namespace} not deleted: ${deleted.status} ${await deleted.text()}`);
   };
   const env = { NOMAD_NAMESPACE: namespace };
   return { name: namespace, env, liveEnv: () => liveEnv(env), client: () => new NomadClient(nomadConfigFromEnv(liveEnv(env))), create, remove };
