@@ -84,7 +84,15 @@ describe('exec', () => {
     await register(target, rawExecJob(id, { type: 'batch', count: 1 }));
     const [placed] = await target.waitFor<{ ID: string }[]>('placed', `/v1/job/${id}/allocations`, (list) => list.length === 1);
     const echo = command(['/bin/echo', 'hi']);
-    expect(ending(await target.exec(`/v1/client/allocation/${placed!.ID}/exec?task=t&command=${echo}`))).toEqual([1008, 'task "t" not started yet.']);
+    // Placed is not yet pulled: until its client has the allocation, Nomad answers `Unknown allocation`
+    // (seen on a loaded agent). Asked again at once until the client has it, within a bound.
+    const beforeStart = async (): Promise<[number, string]> => {
+      for (;;) {
+        const answer = ending(await target.exec(`/v1/client/allocation/${placed!.ID}/exec?task=t&command=${echo}`));
+        if (answer[1] !== `Unknown allocation "${placed!.ID}"`) return answer;
+      }
+    };
+    expect(await target.within('the client to have the allocation', 10_000, beforeStart())).toEqual([1008, 'task "t" not started yet.']);
     await target.waitFor<{ ClientStatus: string }[]>('running', `/v1/job/${id}/allocations`, (list) => list[0]?.ClientStatus === 'running');
     await target.request('DELETE', `/v1/job/${id}`);
     await target.waitFor<{ ClientStatus: string }[]>('stopped', `/v1/job/${id}/allocations`, (list) => list[0]?.ClientStatus === 'complete');
