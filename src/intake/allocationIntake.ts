@@ -85,6 +85,12 @@ export interface SupervisedAllocation {
   readonly health: AllocationHealthContext;
 }
 
+/** The allocation as its machine sees it now; undefined while no machine runs for it. */
+function supervisedOf(admitted: Admitted): SupervisedAllocation | undefined {
+  const { machine } = admitted;
+  return machine && { alloc: admitted.ref, jobVersion: admitted.jobVersion, state: machine.value, health: machine.context };
+}
+
 function deploymentOf(allocation: Pick<Allocation, 'DeploymentID'>): string | undefined {
   return allocation.DeploymentID || undefined;
 }
@@ -170,7 +176,7 @@ export class AllocationIntake {
     const admitted = this.admitted.record(id);
     if (admitted && !movedFrom(admitted.ref.deploymentId, allocation)) {
       // Judged again from its history: what it brings is not late delivery (no lag to learn from).
-      if (this.reconnected(id, allocation)) {
+      if (this.reconnected(admitted, allocation)) {
         this.reopen(admitted);
         return this.judge(admitted, allocation, false);
       }
@@ -265,13 +271,11 @@ export class AllocationIntake {
   /** The allocation if it is being judged now; undefined once its verdict is in. */
   supervisedAllocation(allocId: string): SupervisedAllocation | undefined {
     const admitted = this.admitted.record(allocId);
-    const machine = admitted?.machine;
-    if (!admitted || !machine) return undefined;
-    return { alloc: admitted.ref, jobVersion: admitted.jobVersion, state: machine.value, health: machine.context };
+    return admitted && supervisedOf(admitted);
   }
 
   supervisedAllocations(): SupervisedAllocation[] {
-    return [...this.admitted.all()].flatMap((admitted) => this.supervisedAllocation(admitted.ref.allocId) ?? []);
+    return [...this.admitted.all()].flatMap((admitted) => supervisedOf(admitted) ?? []);
   }
 
   /** Ends every machine and fails the waits. */
@@ -475,7 +479,7 @@ export class AllocationIntake {
         return;
       }
       // The checks as known now: they count from now, not from the history's start.
-      if (opening && checksRequired(admitted.policy) && registry.has(id)) {
+      if (opening && checksRequired(admitted.policy) && admitted.machine !== undefined) {
         registry.updateChecks(id, checks.follow(id, allocation.Namespace, admitted.group), { sampled: checks.sampled(admitted.group) });
       }
     } catch (error) {
@@ -485,8 +489,8 @@ export class AllocationIntake {
   }
 
   /** Its machine waits for a disconnected client, and this copy is the client's (or the server's final) word. */
-  private reconnected(id: string, allocation: Allocation): boolean {
-    return this.registry.machine(id)?.value === 'disconnected' && allocation.ClientStatus !== 'unknown';
+  private reconnected(admitted: Admitted, allocation: Allocation): boolean {
+    return admitted.machine?.value === 'disconnected' && allocation.ClientStatus !== 'unknown';
   }
 
   /** Judged again from the start of its history, as the client reports it now. */
