@@ -31,6 +31,7 @@
  *   says what they most likely mean.
  */
 import { BehaviorSubject, Observable, defer, distinctUntilChanged, finalize, retry, share, throwError, timer } from 'rxjs';
+import type { Subscription } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import { schedulerFor, systemClock } from '../clock/index.js';
 import { retryDelay, type BackoffOptions } from './backoff.js';
@@ -115,6 +116,12 @@ export interface NomadEventStream {
   readonly batches: Observable<EventBatch>;
   /** Connection state, for display; replays the current state to each subscriber. */
   readonly state: Observable<StreamState>;
+  /**
+   * `batches` by plain calls: each batch handed to `onBatch` as it is decoded, with no operator in
+   * between (the supervisor's own source takes them so). `onError`: the stream gave up. The
+   * connection lives until the returned subscription ends, shared with `batches`' subscribers.
+   */
+  follow(onBatch: (batch: EventBatch) => void, onError: (error: unknown) => void): Subscription;
 }
 
 const DEFAULT_IDLE_TIMEOUT_MS = 45_000;
@@ -179,6 +186,8 @@ class StreamSession {
   private linesThisConnection = 0;
   private readonly scope: ResyncScope;
   readonly state: BehaviorSubject<StreamState>;
+  /** Who takes the batches (see NomadEventStream.follow). */
+  readonly listeners = new Set<(batch: EventBatch) => void>();
 
   constructor(
     private readonly client: NomadClient,
@@ -197,15 +206,34 @@ class StreamSession {
     this.state.next(extra === undefined ? state : { ...state, ...extra });
   }
 
-  /** One connection: never completes; fails (to be retried) when the stream breaks or ends. */
-  connect(): Observable<EventBatch> {
-    return new Observable<EventBatch>((subscriber) => {
+  /**
+   * One connection, its batches handed to the listeners: never completes; fails (to be retried) when
+   * the stream breaks or ends.
+   */
+  connect(): Observable<never> {
+    return new Observable<never>((subscriber) => {
       const connection = new AbortController();
-      this.pump(connection, (batch) => subscriber.next(batch)).catch((error: unknown) => {
+      this.pump(connection, (batch) => this.deliver(batch)).catch((error: unknown) => {
         if (!subscriber.closed) subscriber.error(error);
       });
       return () => connection.abort();
     });
+  }
+
+  /**
+   * A listener that throws is a bug downstream, not a fault of the connection: it is reported as an
+   * uncaught error (as RxJS reports a subscriber's), and the stream goes on.
+   */
+  private deliver(batch: EventBatch): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(batch);
+      } catch (error) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
   }
 
   /** Called on every failure: decides between retrying after a delay and giving up. */
@@ -455,13 +483,28 @@ function resyncEvent(allocation: Allocation): AllocationEvent {
 export function nomadEventStream(client: NomadClient, options: EventStreamOptions): NomadEventStream {
   const clock = options.clock ?? systemClock;
   const session = new StreamSession(client, options, clock);
-  const batches = defer(() => session.connect()).pipe(
+  // The connection's life (RxJS: retries on the clock, shared); its batches go to the listeners.
+  const connection = defer(() => session.connect()).pipe(
     retry({ delay: (error: unknown) => session.retryDelay(error, options.backoff) }),
     finalize(() => {
       if (session.state.value.status !== 'failed') session.setStatus('stopped');
     }),
     share(),
   );
+  const follow = (onBatch: (batch: EventBatch) => void, onError: (error: unknown) => void): Subscription => {
+    // Listening before connecting: the first batches may come as the connection opens.
+    const listener = (batch: EventBatch): void => onBatch(batch);
+    session.listeners.add(listener);
+    const subscription = connection.subscribe({ error: onError });
+    subscription.add(() => session.listeners.delete(listener));
+    return subscription;
+  };
+  const batches = new Observable<EventBatch>((subscriber) =>
+    follow(
+      (batch) => subscriber.next(batch),
+      (error) => subscriber.error(error),
+    ),
+  );
   const state = session.state.pipe(distinctUntilChanged());
-  return { batches, state };
+  return { batches, state, follow };
 }

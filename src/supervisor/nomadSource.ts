@@ -1,4 +1,4 @@
-import { type Observable, combineLatest, concatMap, distinctUntilChanged, map, merge, tap } from 'rxjs';
+import { Observable, combineLatest, concatMap, distinctUntilChanged, map, tap } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import type { BackoffOptions } from '../nomad/backoff.js';
 import type { NomadClient } from '../nomad/client.js';
@@ -156,19 +156,31 @@ export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Cl
     const resyncFilter = (stub: AllocationListStub): boolean => scope.includes(stub.Namespace, stub.JobID);
     const stream = nomadEventStream(client, { topics, namespace, clock, resyncOnStart: true, resyncFilter, ...(backoff ? { backoff } : {}) });
     return {
-      batches: monitor.batch === undefined ? stream.batches : stream.batches.pipe(tap((batch) => monitor.batch?.(batch, namespace))),
+      namespace,
+      stream,
       state: monitor.state === undefined ? stream.state : stream.state.pipe(tap((state) => monitor.state?.(state, namespace))),
     };
   });
-  // Each batch's inputs go on as one emission (the supervisor takes them in order).
-  const batches = (streams.length === 1 ? (streams[0] as (typeof streams)[number]).batches : merge(...streams.map((stream) => stream.batches))).pipe(map(batchInputs));
   // A state comes with every frame (its index moves): one stream's go straight to the comparison.
   const states = (streams.length === 1 ? (streams[0] as (typeof streams)[number]).state : combineLatest(streams.map((stream) => stream.state)).pipe(map(combinedState))).pipe(
     distinctUntilChanged((a, b) => a.status === b.status && a.failures === b.failures),
     concatMap((state) => [refusalInput(state), connectionInput(state, clock)]),
   );
-  return merge(
-    states.pipe(concatMap((input) => (input ? [input] : []))),
-    batches,
-  );
+  return new Observable<SupervisorInputs>((subscriber) => {
+    const subscription = states.subscribe((input) => {
+      if (input !== undefined) subscriber.next(input);
+    });
+    // Each batch's inputs go on as one emission, by plain calls from the decoded frame (see NomadEventStream.follow).
+    for (const { namespace, stream } of streams) {
+      const onBatch =
+        monitor.batch === undefined
+          ? (batch: EventBatch) => subscriber.next(batchInputs(batch))
+          : (batch: EventBatch) => {
+              monitor.batch?.(batch, namespace);
+              subscriber.next(batchInputs(batch));
+            };
+      subscription.add(stream.follow(onBatch, (error) => subscriber.error(error)));
+    }
+    return subscription;
+  });
 }
