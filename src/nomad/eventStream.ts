@@ -30,8 +30,7 @@
  *   Such closes are counted (StreamState.emptyCloses) and retried with back-off, and their error
  *   says what they most likely mean.
  */
-import { BehaviorSubject, Observable, defer, distinctUntilChanged, finalize, retry, share, throwError, timer } from 'rxjs';
-import type { Subscription } from 'rxjs';
+import { BehaviorSubject, Observable, config, defer, distinctUntilChanged, finalize, retry, share, throwError, timer, type Subscription } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import { schedulerFor, systemClock } from '../clock/index.js';
 import { retryDelay, type BackoffOptions } from './backoff.js';
@@ -221,17 +220,21 @@ class StreamSession {
   }
 
   /**
-   * A listener that throws is a bug downstream, not a fault of the connection: it is reported as an
-   * uncaught error (as RxJS reports a subscriber's), and the stream goes on.
+   * A listener that throws is a bug downstream, not a fault of the connection: it is reported as RxJS
+   * reports a subscriber's (its `config.onUnhandledError`, else thrown on its own), and the stream
+   * goes on.
    */
   private deliver(batch: EventBatch): void {
     for (const listener of this.listeners) {
       try {
         listener(batch);
       } catch (error) {
-        queueMicrotask(() => {
-          throw error;
-        });
+        const report = config.onUnhandledError;
+        if (report) report(error);
+        else
+          queueMicrotask(() => {
+            throw error;
+          });
       }
     }
   }
@@ -492,7 +495,8 @@ export function nomadEventStream(client: NomadClient, options: EventStreamOption
     share(),
   );
   const follow = (onBatch: (batch: EventBatch) => void, onError: (error: unknown) => void): Subscription => {
-    // Listening before connecting: the first batches may come as the connection opens.
+    // Listening before connecting: the first batches may come as the connection opens. A listener
+    // of its own, so that one function following twice is two listeners.
     const listener = (batch: EventBatch): void => onBatch(batch);
     session.listeners.add(listener);
     const subscription = connection.subscribe({ error: onError });

@@ -172,13 +172,10 @@ export function nomadSource(client: NomadClient, scope: ResolvedScope, clock: Cl
     });
     // Each batch's inputs go on as one emission, by plain calls from the decoded frame (see NomadEventStream.follow).
     for (const { namespace, stream } of streams) {
-      const onBatch =
-        monitor.batch === undefined
-          ? (batch: EventBatch) => subscriber.next(batchInputs(batch))
-          : (batch: EventBatch) => {
-              monitor.batch?.(batch, namespace);
-              subscriber.next(batchInputs(batch));
-            };
+      const onBatch = (batch: EventBatch): void => {
+        monitor.batch?.(batch, namespace);
+        subscriber.next(batchInputs(batch));
+      };
       subscription.add(stream.follow(onBatch, (error) => subscriber.error(error)));
     }
     return subscription;

@@ -1,3 +1,4 @@
+import { config } from 'rxjs';
 import { VirtualClock } from '../../src/clock/index.js';
 import { NomadClient } from '../../src/nomad/client.js';
 import { nomadEventStream } from '../../src/nomad/eventStream.js';
@@ -205,6 +206,49 @@ describe('unsubscribing', () => {
       const resumed = indexes.slice(indexes.indexOf(seenBefore) + 1);
       expect(resumed.every((i) => i > seenBefore)).toBe(true);
     } finally {
+      await client.close();
+      await fake.close();
+    }
+  });
+});
+
+describe('following by plain calls', () => {
+  it('shares one connection with the batches subscribers; a follower that throws is reported as RxJS reports a subscriber, and the stream goes on', async () => {
+    const clock = new VirtualClock({ start: 1_795_971_900_000 });
+    const fake = await FakeNomad.start({ clock });
+    const client = new NomadClient({ address: fake.address }, { clock });
+    const recorded = scenario('failed_task');
+    fake.replay(recorded.stream, { immediate: true });
+    const expected = new Set(fake.broker.buffered().map((b) => b.Index));
+    const stream = nomadEventStream(client, { topics: STREAM_TOPICS, clock });
+    const states: string[] = [];
+    const followed: number[] = [];
+    const subscribed: number[] = [];
+    const reported: unknown[] = [];
+    const before = config.onUnhandledError;
+    config.onUnhandledError = (error) => reported.push(error);
+    const subscriptions = [
+      stream.state.subscribe((s) => states.push(s.status)),
+      stream.follow(
+        () => {
+          throw new Error('a bug downstream');
+        },
+        () => undefined,
+      ),
+      stream.follow((b) => followed.push(b.index), () => undefined),
+      stream.batches.subscribe((b) => subscribed.push(b.index)),
+    ];
+    try {
+      await until(clock, () => new Set(followed).size === expected.size, 'every batch followed');
+      expect(new Set(followed)).toEqual(expected);
+      expect(subscribed).toEqual(followed);
+      expect(reported).toHaveLength(followed.length);
+      expect(reported.every((error) => error instanceof Error && error.message === 'a bug downstream')).toBe(true);
+      expect(states.filter((s) => s === 'connecting')).toHaveLength(1);
+      expect(states).not.toContain('backingOff');
+    } finally {
+      config.onUnhandledError = before;
+      for (const subscription of subscriptions) subscription.unsubscribe();
       await client.close();
       await fake.close();
     }
