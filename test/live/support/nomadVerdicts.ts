@@ -165,6 +165,14 @@ export interface Tolerance {
 /** Warden's least settle window (src/intake/freshness.ts): news later than this after a verdict's time is beyond what it waits for. */
 const LEAST_SETTLE_MS = 1_000;
 
+const iso = (ms: number | undefined): string => (ms === undefined ? 'unknown' : new Date(ms).toISOString());
+
+/** For a healthy verdict against a task's stop: the times that tell Nomad's lag from Warden's (see compare). */
+function healthyAgainstStop(warden: WardenVerdict, stop: { readonly at: number; readonly arrivedAt: number } | undefined): string {
+  if (warden.verdict !== 'healthy' || stop === undefined) return '';
+  return ` at ${iso(warden.at)}, printed ${iso(warden.printedAt)}; the first copy saying a task stopped (at ${iso(stop.at)}) reached the stream at ${iso(stop.arrivedAt)}`;
+}
+
 /** Compares Warden's verdict (undefined: it printed none) with the expectation, its time within `tolerance`. */
 export function compare(expected: Expectation, warden: WardenVerdict | undefined, tolerance: Tolerance): Comparison {
   switch (expected.kind) {
@@ -194,7 +202,7 @@ export function compare(expected: Expectation, warden: WardenVerdict | undefined
         if (warden.verdict === 'healthy' && stop !== undefined && stop.at <= warden.at && warden.printedAt !== undefined && warden.printedAt < stop.arrivedAt && stop.arrivedAt - warden.at > LEAST_SETTLE_MS) {
           return { agrees: true, explained: true, offMs, note: `Warden healthy at ${new Date(warden.at).toISOString()}: the client's update that a task stopped at ${new Date(stop.at).toISOString()} reached the stream ${stop.arrivedAt - warden.printedAt} ms after Warden printed it` };
         }
-        return { agrees: false, note: `Nomad: ${said}; Warden: ${warden.verdict}` };
+        return { agrees: false, note: `Nomad: ${said}; Warden: ${warden.verdict}${healthyAgainstStop(warden, stop)}` };
       }
       if (!inTime) return { agrees: false, offMs, note: `${said} ${offMs} ms from Nomad's time` };
       // Nomad's recorded verdict, its "Alloc Unhealthy" events gone with the rest of the history: no reasons left to say.
