@@ -94,7 +94,8 @@ export async function replayRecording(recording: TrafficRecording, replay: Repla
   if (wire.misses.length > 0) {
     const [first] = wire.misses;
     const text = `${wire.misses.length} request(s) had no answer in the recording (first: ${first})`;
-    io.write(io.logger === undefined ? `${paint('note', 'note', { color: io.color ?? false })} ${text}` : text);
+    // On stderr: stdout is the command's own output (one JSON object a line with --json).
+    (io.error ?? io.write)(`${paint('note', 'note', { color: io.color ?? false })} ${text}`);
   }
   return code;
 }

@@ -136,9 +136,13 @@ describe('warden gate --record, then --replay', () => {
     const file = join(dir, 'watched.ndjson');
     await recordLive('failed_task', file, { name: 'watch', options: {} });
     const lines: string[] = [];
-    const code = await replayGate(file, scenario.meta.job_id, { json: true }, { env: {}, write: (l) => lines.push(l) });
+    const errors: string[] = [];
+    const code = await replayGate(file, scenario.meta.job_id, { json: true }, { env: {}, write: (l) => lines.push(l), error: (l) => errors.push(l) });
     expect(code).toBe(2);
-    expect(lines.join('\n')).toContain(`the recording has no answer to GET /v1/job/${scenario.meta.job_id}`);
+    // stdout stays one JSON object a line; what the recording lacked is said on stderr.
+    expect(lines.map((line) => JSON.parse(line) as unknown)).toHaveLength(lines.length);
+    expect(errors.join('\n')).toContain(`the recording has no answer to GET /v1/job/${scenario.meta.job_id}`);
+    expect(errors.at(-1)).toMatch(/^note 2 request\(s\) had no answer in the recording \(first: GET http:\/\/[^ ]+\/v1\/event\/stream\?namespace=default&index=0&topic=Job%3Afailed-task/);
   });
 });
 
@@ -185,6 +189,10 @@ describe('the recorder and the replay wire', () => {
     expect(replayClock.now()).toBe(1_005);
     await expect(replayWire.send(request('/down'))).rejects.toThrow('refused for [redacted]');
     await expect(replayWire.send(request('/v1/other'))).rejects.toThrow('the recording has no answer to GET /v1/other');
+    expect(replayWire.misses).toEqual(['GET http://127.0.0.1:4646/v1/other']);
+    // Past the recording's end, the same refusal, but what a stopping command asks then is no gap in it.
+    replayClock.advanceTo(recording.endsAt + 1);
+    await expect(replayWire.send(request('/v1/later'))).rejects.toThrow('the recording has no answer to GET /v1/later');
     expect(replayWire.misses).toEqual(['GET http://127.0.0.1:4646/v1/other']);
   });
 });

@@ -83,7 +83,10 @@ function unanswerable(message: string): WireResponse {
 export class ReplayWire implements NomadWire {
   /** Give it as the transports' `wire` in place of the network. */
   readonly layer: WireLayer = () => this;
-  /** Requests the recording had no answer for (`METHOD origin path`), in the order asked. */
+  /**
+   * Requests the recording had no answer for (`METHOD origin path`), in the order asked while it
+   * lasted: what a command stopping asks after the recording's end is past it, not missing from it.
+   */
   readonly misses: string[] = [];
   /** Give it as the back-off jitter source. */
   readonly random = (): number => this.draws.shift() ?? this.afterDraws();
@@ -93,12 +96,14 @@ export class ReplayWire implements NomadWire {
   private readonly afterDraws = seededRandom(1);
   private readonly waiting = new Set<(error: Error) => void>();
   private readonly start: number;
+  private readonly endsAt: number;
 
   constructor(
     recording: TrafficRecording,
     private readonly clock: Clock,
   ) {
     this.start = recording.header.start;
+    this.endsAt = recording.endsAt;
     const byId = new Map<number, Exchange>();
     for (const entry of recording.entries) this.take(entry, byId);
   }
@@ -111,7 +116,7 @@ export class ReplayWire implements NomadWire {
       // question is answered as one no retry can mend (a 404), and the release is judged unknown
       // (today's rules) at once, as when it was recorded.
       if (method === 'GET' && RELEASE_READS.has(path.split('?')[0] as string)) return unanswerable(`the recording has no answer to ${method} ${path} (recorded before Warden asked Nomad's version)`);
-      this.misses.push(`${method} ${origin}${path}`);
+      if (this.clock.now() <= this.endsAt) this.misses.push(`${method} ${origin}${path}`);
       if (isRepeatable(method, path)) throw new RecordedFailure(`the recording has no answer to ${method} ${path}`);
     }
     if (exchange === undefined || ('aborted' in exchange.head && exchange.head.aborted)) await this.until(Infinity, signal);

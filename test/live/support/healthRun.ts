@@ -555,11 +555,12 @@ export async function runHealthSuite(scenarios: readonly LiveScenario[], jobs: {
 
       // The recording of the watch from the start replays to the lines it printed.
       const replayed: string[] = [];
-      await replay(run.recording, { json: true }, { env: {}, write: (line) => replayed.push(line) });
+      const notes: string[] = [];
+      await replay(run.recording, { json: true }, { env: {}, write: (line) => replayed.push(line), error: (line) => notes.push(line) });
       const judging = (lines: readonly string[]): string[] => lines.filter((line) => /"type":"(state|verdict)"/.test(line));
       const live = judging(run.fromStart.lines.map((l) => l.line));
       if (JSON.stringify(judging(replayed)) !== JSON.stringify(live)) {
-        replayDifferences.push(`${where}: live ${JSON.stringify(live).slice(0, 800)} replayed ${JSON.stringify(judging(replayed)).slice(0, 800)}`);
+        replayDifferences.push(`${where}: live ${JSON.stringify(live).slice(0, 800)} replayed ${JSON.stringify(judging(replayed)).slice(0, 800)}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`);
       }
     }
     const disagreementsReported = problems.filter((line) => line.includes('"nomad-disagrees"')).length;
