@@ -6,11 +6,11 @@
  *   server's first byte to the last line parsed (floor) or the last verdict (Warden): wall and CPU,
  *   of the process's first pass (cold) and of a pass after the warm passes;
  * - `floor-cluster` / `warden-cluster`: the same, for the stream shaped like a busy cluster.
- * - `floor-latency` / `warden-latency`: every allocation placed and running (Warden: heap per
- *   supervised allocation, after two full collections), then single-allocation failures, one at a
- *   time: from the server writing the line to the line parsed (floor) or its verdict (Warden).
- * - `decoder-latency`: the floor's reader with Warden's own line decoder (decodeFrame: exact
- *   timestamps, event checks) in place of JSON.parse: how much of Warden's latency is decoding.
+ * - `latency`: every allocation placed and running under Warden (heap per supervised allocation,
+ *   after two full collections), then single-allocation failures, one at a time, each line to three
+ *   readers in turn in the same process: from the server writing the line to the line parsed (the
+ *   floor), to the line decoded by Warden's own decoder in the floor's reader (decodeFrame: exact
+ *   timestamps, event checks; how much of Warden's latency is decoding), to its verdict (Warden).
  * - `timers-healthy` / `timers-deadline`: the timer benchmark (see bench/supervisor.ts).
  *
  * Every run first goes `warm passes` times through a small stream (2,000 allocations) with a
@@ -23,7 +23,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { setImmediate as turn } from 'node:timers/promises';
-import { Subject, filter, firstValueFrom } from 'rxjs';
+import { Subject, filter, firstValueFrom, type Subscription } from 'rxjs';
 import { request } from 'undici';
 import { VirtualClock } from '../src/clock/index.js';
 import { NomadClient } from '../src/nomad/client.js';
@@ -76,9 +76,9 @@ class FloorReader {
   ) {}
 
   /** Connected once the server's first heartbeat is in. */
-  static async open(onLine?: (frame: { Events: unknown[] }) => void, parse: LineParser = jsonParse): Promise<FloorReader> {
+  static async open(onLine?: (frame: { Events: unknown[] }) => void, parse: LineParser = jsonParse, name?: string): Promise<FloorReader> {
     const reader = new FloorReader(parse, onLine);
-    const { body } = await request(`${address}${STREAM_PATH}`);
+    const { body } = await request(`${address}${STREAM_PATH}${name === undefined ? '' : `&reader=${name}`}`);
     const chunks = body[Symbol.asyncIterator]();
     const first = await chunks.next();
     if (first.done) throw new Error('stream closed');
@@ -185,58 +185,86 @@ async function throughput(warden: boolean, stream: 'full' | 'cluster', allocatio
   return { ...(await pass()), cold: { wallMs, cpuMs }, warmCpuMs };
 }
 
+/** Who takes the single lines in the latency run: the floor, the floor with Warden's decoder, Warden. */
+const LATENCY_READERS = ['floor', 'decoder', 'warden'] as const;
+type LatencyReader = (typeof LATENCY_READERS)[number];
+/** Lines a reader takes in a row: enough that its code is hot again (as in a supervisor of its own), few enough that the machine's moods fall on every reader alike. */
+const LATENCY_BLOCK = 50;
+
 /**
- * Single-line latencies (ms), line written → `arrived` resolves for it: `samples` of them, after
- * `unmeasured` others. A supervisor that has been running sees every kind of update; here the single
- * failures come after a bulk of placements and starts, so the JIT first recompiles for them (V8
- * deoptimises code that meets objects it was not compiled for, and optimises a function called once
- * a line only after thousands of lines): what is measured is the steady state. Measured on this
- * machine, both the floor's and Warden's latencies settle after about 3,000 lines (the floor's p50
- * from ~100 to ~65 µs, Warden's p99 from ~1 ms to ~0.4 ms).
+ * Single-line latencies (ms) of each reader, in one process: line written → the time taken where the
+ * reader learns of it (the floor's parsed frame, Warden's verdict subscriber). Each reader, on a
+ * stream of its own, gets the same `unmeasured + samples` lines, LATENCY_BLOCK at a time in turns;
+ * the last `samples` are kept. Side by side, because this machine's speed wanders by 1.3–1.6× for
+ * seconds at a time (measured: the floor's and the decoder reader's p50, nearly the same work, 109
+ * and 165 µs when taken one after the other in one process): readers
+ * measured one after the other, or in processes of their own, took that for their difference (p50
+ * ratios of 0.9–1.9 for the same code). Line by line in turns would not do either: each reader then
+ * runs with its code cold from the others' (Warden's judging 3× slower, the floor's 1.4×).
+ *
+ * A supervisor that has been running sees every kind of update; here the single failures come after a
+ * bulk of placements and starts, so the JIT first recompiles for them (V8 deoptimises code that meets
+ * objects it was not compiled for, and optimises a function called once a line only after thousands
+ * of lines): what is measured is the steady state. Measured on this machine, both the floor's and
+ * Warden's latencies settle after about 3,000 lines (the floor's p50 from ~100 to ~65 µs, Warden's
+ * p99 from ~1 ms to ~0.4 ms).
  */
-async function latencies(samples: number, unmeasured: number, arrived: () => Promise<void>): Promise<number[]> {
-  const seen: bigint[] = [];
-  for (let i = 0; i < unmeasured + samples; i++) {
-    const next = arrived();
-    await bench('POST', '/bench/next');
-    await next;
-    seen.push(monotonicNs());
+async function latencies(samples: number, unmeasured: number, arrived: Record<LatencyReader, () => Promise<bigint>>): Promise<Record<LatencyReader, number[]>> {
+  const seen = new Map<LatencyReader, bigint[]>(LATENCY_READERS.map((reader) => [reader, []]));
+  for (let block = 0; block < unmeasured + samples; block += LATENCY_BLOCK) {
+    for (const reader of LATENCY_READERS) {
+      for (let i = block; i < Math.min(block + LATENCY_BLOCK, unmeasured + samples); i++) {
+        const next = arrived[reader]();
+        await bench('POST', `/bench/next?to=${reader}`);
+        seen.get(reader)?.push(await next);
+      }
+    }
   }
-  const written = (JSON.parse(await bench('GET', '/bench/writes')) as string[]).map(BigInt);
-  if (written.length !== unmeasured + samples) throw new Error(`server wrote ${written.length} lines, expected ${unmeasured + samples}`);
-  return seen.slice(unmeasured).map((at, i) => Number(at - (written[unmeasured + i] as bigint)) / 1e6);
+  const measured = async (reader: LatencyReader): Promise<number[]> => {
+    const written = (JSON.parse(await bench('GET', `/bench/writes?to=${reader}`)) as string[]).map(BigInt);
+    if (written.length !== unmeasured + samples) throw new Error(`server wrote ${written.length} lines to ${reader}, expected ${unmeasured + samples}`);
+    return (seen.get(reader) ?? []).slice(unmeasured).map((at, i) => Number(at - (written[unmeasured + i] as bigint)) / 1e6);
+  };
+  return { floor: await measured('floor'), decoder: await measured('decoder'), warden: await measured('warden') };
 }
 
-async function latency(reader: 'floor' | 'decoder' | 'warden', allocations: number, samples: number): Promise<unknown> {
-  if (reader !== 'warden') {
-    const parse = reader === 'decoder' ? decodeFrame : jsonParse;
-    await warmUp(parse);
-    const { lines } = await select('tracked');
-    let parsed: (() => void) | undefined;
-    const floor = await FloorReader.open(() => parsed?.(), parse);
-    const tracked = floor.lines(lines);
-    await bench('POST', '/bench/go');
-    await tracked;
-    return { latenciesMs: await latencies(samples, unmeasured, () => new Promise((resolve) => (parsed = resolve))) };
-  }
+/** Resolves with the time of the next call of the callback it installs (see latencies). */
+function nextCall(install: (callback: (at: bigint) => void) => void): () => Promise<bigint> {
+  return () => new Promise((resolve) => install(resolve));
+}
+
+async function latency(allocations: number, samples: number): Promise<unknown> {
+  await warmUp(jsonParse);
+  await warmUp(decodeFrame);
   await warmUp('warden');
   await select('tracked');
   const { supervisor } = wardenOver(allocations);
   await streaming(supervisor);
   const heapBefore = heapUsed();
   let waiting = 0;
+  let waitingSeen: Subscription | undefined;
   const allWaiting = new Promise<void>((resolve) => {
-    supervisor.changes$.subscribe((change) => {
+    waitingSeen = supervisor.changes$.subscribe((change) => {
       if (change.to === 'minHealthyWait' && ++waiting === allocations) resolve();
     });
   });
   await bench('POST', '/bench/go');
   await allWaiting;
+  // Its job done: what is timed below is a supervisor whose one subscriber takes verdicts.
+  waitingSeen?.unsubscribe();
   const heapBytesPerAllocation = (heapUsed() - heapBefore) / allocations;
   if (supervisor.supervised !== allocations) throw new Error(`${supervisor.supervised} supervised, expected ${allocations}`);
-  let decided: (() => void) | undefined;
-  supervisor.verdicts$.subscribe(() => decided?.());
-  const latenciesMs = await latencies(samples, unmeasured, () => new Promise((resolve) => (decided = resolve)));
+  let decided: ((at: bigint) => void) | undefined;
+  supervisor.verdicts$.subscribe(() => decided?.(monotonicNs()));
+  let parsed: ((at: bigint) => void) | undefined;
+  let decoded: ((at: bigint) => void) | undefined;
+  await FloorReader.open(() => parsed?.(monotonicNs()), jsonParse, 'floor');
+  await FloorReader.open(() => decoded?.(monotonicNs()), decodeFrame, 'decoder');
+  const latenciesMs = await latencies(samples, unmeasured, {
+    floor: nextCall((callback) => (parsed = callback)),
+    decoder: nextCall((callback) => (decoded = callback)),
+    warden: nextCall((callback) => (decided = callback)),
+  });
   return { heapBytesPerAllocation, latenciesMs };
 }
 
@@ -335,7 +363,7 @@ const warmPasses = Number(process.argv[7] ?? 1);
 const result =
   mode === 'floor-throughput' || mode === 'warden-throughput' ? await throughput(mode.startsWith('warden'), 'full', allocations)
   : mode === 'floor-cluster' || mode === 'warden-cluster' ? await throughput(mode.startsWith('warden'), 'cluster', allocations)
-  : mode === 'floor-latency' || mode === 'decoder-latency' || mode === 'warden-latency' ? await latency(mode.slice(0, -'-latency'.length) as 'floor' | 'decoder' | 'warden', allocations, samples)
+  : mode === 'latency' ? await latency(allocations, samples)
   : mode === 'timers-healthy' || mode === 'timers-deadline' ? await timers(mode === 'timers-healthy' ? 'healthy' : 'deadline', allocations)
   : undefined;
 if (result === undefined) throw new Error(`unknown mode ${mode}`);

@@ -5,13 +5,15 @@
  *
  * - GET /v1/event/stream: 200, a `{}` heartbeat at once (as Nomad does) and every 10 s; the lines of
  *   the selected stream are written to it on POST /bench/go, one write a line (Nomad flushes each
- *   frame), waiting for the socket to drain;
+ *   frame), waiting for the socket to drain. `&reader=<name>` opens a stream of a reader of its own
+ *   beside Warden's (the floor's readers in the latency run), which only POST /bench/next writes to;
  * - GET /v1/allocations: `[]` with X-Nomad-Index at the selected stream's last index (the listing a
  *   supervisor makes at start, and the freshness read: everything is delivered);
  * - POST /bench/select?name=…: which stream `go` writes; answers its line and event counts;
- * - POST /bench/next: answers at once, then writes the next single-allocation line 1 ms later,
- *   noting the monotonic time (process.hrtime, the same clock in every process) just before;
- *   GET /bench/writes gives those times;
+ * - POST /bench/next[?to=<reader>]: answers at once, then writes the next single-allocation line
+ *   1 ms later to that reader's stream (default Warden's), noting the monotonic time (process.hrtime,
+ *   the same clock in every process) just before; every reader gets the same lines in the same
+ *   order; GET /bench/writes[?to=<reader>] gives those times;
  * - GET /bench/stream?name=…: the stream's bytes as one body (the timer benchmark decodes them up front).
  *
  *   node --import tsx bench/supervisor-server.ts <allocations> <batch> <latency samples>
@@ -82,9 +84,12 @@ streamNamed('warm');
 streamNamed('warm-cluster');
 
 let selected: Stream = streams.get('tracked') as Stream;
-let listening: ServerResponse | undefined;
-let nextSingle = 0;
-const writes: string[] = [];
+/** The open event streams by reader (`?reader=`; Warden's own asks without one). */
+const listening = new Map<string, ServerResponse>();
+/** The next single line of each reader: each gets the same lines, in the same order. */
+const nextSingles = new Map<string, number>();
+const writes = new Map<string, string[]>();
+const MAIN_READER = 'warden';
 
 async function writeAll(res: ServerResponse, lines: readonly Buffer[]): Promise<void> {
   for (const line of lines) if (!res.write(line)) await once(res, 'drain');
@@ -101,7 +106,8 @@ const server = createServer((req, res) => {
     case 'GET /v1/event/stream': {
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.write('{}\n');
-      listening = res;
+      const reader = url.searchParams.get('reader') ?? MAIN_READER;
+      listening.set(reader, res);
       const heartbeat = setInterval(() => res.write('{}\n'), 10_000);
       res.on('close', () => clearInterval(heartbeat));
       return;
@@ -115,27 +121,32 @@ const server = createServer((req, res) => {
       const found = streamNamed(name);
       if (found === undefined) return void res.writeHead(404).end(`no stream ${name}`);
       selected = found;
-      nextSingle = 0;
-      writes.length = 0;
+      nextSingles.clear();
+      writes.clear();
       return json(res, { lines: found.lines.length, events: found.events, lastIndex: found.lastIndex, start: found.start });
     }
     case 'POST /bench/go': {
       res.writeHead(204).end();
-      if (listening !== undefined) void writeAll(listening, selected.lines);
+      const main = listening.get(MAIN_READER);
+      if (main !== undefined) void writeAll(main, selected.lines);
       return;
     }
     case 'POST /bench/next': {
       res.writeHead(204).end();
-      const line = singles.lines[nextSingle++];
+      const to = url.searchParams.get('to') ?? MAIN_READER;
+      const next = nextSingles.get(to) ?? 0;
+      nextSingles.set(to, next + 1);
+      const line = singles.lines[next];
       setTimeout(() => {
-        if (line === undefined || listening === undefined) return;
-        writes.push(process.hrtime.bigint().toString());
-        listening.write(line);
+        const reader = listening.get(to);
+        if (line === undefined || reader === undefined) return;
+        writes.set(to, [...(writes.get(to) ?? []), process.hrtime.bigint().toString()]);
+        reader.write(line);
       }, Number(url.searchParams.get('gap') ?? 1));
       return;
     }
     case 'GET /bench/writes':
-      return json(res, writes);
+      return json(res, writes.get(url.searchParams.get('to') ?? MAIN_READER) ?? []);
     case 'GET /bench/stream': {
       const found = streamNamed(name);
       if (found === undefined) return void res.writeHead(404).end(`no stream ${name}`);

@@ -25,10 +25,13 @@
  *   `--warmup` unmeasured (the JIT recompiles for them first: both readers settle after ~3,000
  *   lines; the figures are of the steady state): from the server writing
  *   the line (process.hrtime: the same monotonic clock in both processes) to the line parsed (floor)
- *   or its verdict (Warden); p50 / p99 / max, and what Warden adds over the floor (as ratios, and as time:
- *   see ADDED_LATENCY_TARGETS_MS). Beside them, the floor's reader with Warden's own line
- *   decoder in place of JSON.parse (exact timestamps, event checks): the part of Warden's latency
- *   that is decoding, and so the part that is judging (no target: it explains the one above).
+ *   or its verdict (Warden, taken in its verdict subscriber); p50 / p99 / max, and what Warden adds
+ *   over the floor (as ratios, and as time: see ADDED_LATENCY_TARGETS_MS). Beside them, the floor's
+ *   reader with Warden's own line decoder in place of JSON.parse (exact timestamps, event checks):
+ *   the part of Warden's latency that is decoding, and so the part that is judging (no target: it
+ *   explains the one above). Unlike the other figures, the three readers run side by side in one
+ *   process, taking the same lines in turns of 50: the machine's speed wanders by 1.3–1.6× for
+ *   seconds at a time, which readers measured apart showed as their difference (see supervisor-run.ts).
  * - Timers (N = the largest): every allocation running and healthy through its min_healthy_time
  *   timer (10 s), or never started and unhealthy at its 5-minute healthy_deadline, on a
  *   VirtualClock: the inputs decoded up front by Warden's own decoder and handed to a Supervisor, then
@@ -140,8 +143,8 @@ interface Throughput {
   warmCpuMs: number[];
 }
 interface Latency {
-  latenciesMs: number[];
-  heapBytesPerAllocation?: number;
+  latenciesMs: Record<'floor' | 'decoder' | 'warden', number[]>;
+  heapBytesPerAllocation: number;
 }
 interface Timers {
   kind: string;
@@ -211,9 +214,9 @@ for (const allocations of SIZES) {
       target(`${stream} stream, ${allocations}: CPU vs floor`, ratios.cpuVsFloor, TARGETS.cpuVsFloor, false);
       target(`${stream} stream, ${allocations}: cold pass throughput vs floor's cold pass (wall)`, ratios.coldThroughputVsFloor, TARGETS.coldThroughputVsFloor, true);
     }
-    const [floorLatency, decoderLatency, wardenLatency] = sideBySide<Latency>(['floor-latency', 'decoder-latency', 'warden-latency'], server.address, allocations) as [Latency[], Latency[], Latency[]];
-    // Each run's percentiles, worked out once.
-    const [floorP, decoderP, wardenP] = [floorLatency, decoderLatency, wardenLatency].map((runs) => runs.map((r) => percentiles(r.latenciesMs))) as [Percentiles[], Percentiles[], Percentiles[]];
+    const [latencyRuns] = sideBySide<Latency>(['latency'], server.address, allocations) as [Latency[]];
+    // Each run's percentiles, worked out once; the readers of one run were side by side in one process.
+    const [floorP, decoderP, wardenP] = (['floor', 'decoder', 'warden'] as const).map((reader) => latencyRuns.map((r) => percentiles(r.latenciesMs[reader]))) as [Percentiles[], Percentiles[], Percentiles[]];
     const latency = { floor: floorP, warden: wardenP };
     const decoding = { floor: floorP, warden: decoderP };
     const latencySide = (each: Percentiles[]) => ({
@@ -230,7 +233,7 @@ for (const allocations of SIZES) {
       p50Ms: round(compared(latency, (r) => r.p50, difference), 3),
       p99Ms: round(compared(latency, (r) => r.p99, difference), 3),
     };
-    const heap = medianOf(wardenLatency, (r) => r.heapBytesPerAllocation ?? 0);
+    const heap = medianOf(latencyRuns, (r) => r.heapBytesPerAllocation);
     sizes[allocations] = {
       streams,
       latencyMs: { samples: SAMPLES, warmup: WARMUP, floor: latencySide(floorP), decoder: latencySide(decoderP), warden: latencySide(wardenP) },
