@@ -88,7 +88,7 @@ let selected: Stream = streams.get('tracked') as Stream;
 const listening = new Map<string, ServerResponse>();
 /** The next single line of each reader: each gets the same lines, in the same order. */
 const nextSingles = new Map<string, number>();
-const writes = new Map<string, string[]>();
+const writes = new Map<string, bigint[]>();
 const MAIN_READER = 'warden';
 
 async function writeAll(res: ServerResponse, lines: readonly Buffer[]): Promise<void> {
@@ -140,13 +140,16 @@ const server = createServer((req, res) => {
       setTimeout(() => {
         const reader = listening.get(to);
         if (line === undefined || reader === undefined) return;
-        writes.set(to, [...(writes.get(to) ?? []), process.hrtime.bigint().toString()]);
+        const written = writes.get(to) ?? [];
+        writes.set(to, written);
+        // The time is the last thing before the write, so nothing of the server's own falls inside it.
+        written.push(process.hrtime.bigint());
         reader.write(line);
       }, Number(url.searchParams.get('gap') ?? 1));
       return;
     }
     case 'GET /bench/writes':
-      return json(res, writes.get(url.searchParams.get('to') ?? MAIN_READER) ?? []);
+      return json(res, (writes.get(url.searchParams.get('to') ?? MAIN_READER) ?? []).map(String));
     case 'GET /bench/stream': {
       const found = streamNamed(name);
       if (found === undefined) return void res.writeHead(404).end(`no stream ${name}`);
