@@ -30,8 +30,9 @@
  *   reader with Warden's own line decoder in place of JSON.parse (exact timestamps, event checks):
  *   the part of Warden's latency that is decoding, and so the part that is judging (no target: it
  *   explains the one above). Unlike the other figures, the three readers run side by side in one
- *   process, taking the same lines in turns of 50: the machine's speed wanders by 1.3–1.6× for
- *   seconds at a time, which readers measured apart showed as their difference (see supervisor-run.ts).
+ *   process, taking the same lines in turns of 50, each first in every third round (whoever goes
+ *   first in a round is slower): the machine's speed wanders by 1.3–1.6× for seconds at a time,
+ *   which readers measured apart showed as their difference (see supervisor-run.ts).
  * - Timers (N = the largest): every allocation running and healthy through its min_healthy_time
  *   timer (10 s), or never started and unhealthy at its 5-minute healthy_deadline, on a
  *   VirtualClock: the inputs decoded up front by Warden's own decoder and handed to a Supervisor, then
