@@ -23,8 +23,13 @@ export class BoundedHistory<V> {
 
   /** Stores `value` under `key` (the newest now); returns the key it forgot to make room, if any. */
   set(key: string, value: V): string | undefined {
-    this.map.delete(key);
+    // A new key goes last by itself; a known one is moved there (a Map keeps its first place).
+    const size = this.map.size;
     this.map.set(key, value);
+    if (this.map.size === size) {
+      this.map.delete(key);
+      this.map.set(key, value);
+    }
     if (this.map.size <= this.capacity) return undefined;
     const oldest = this.map.keys().next();
     if (oldest.done) return undefined;

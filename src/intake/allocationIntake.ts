@@ -393,7 +393,7 @@ export class AllocationIntake {
     const admitted: Admitted = { ref: this.refOf(allocation, id), group, policy, jobVersion: job.Version, opening: true, rewatchedFrom, awaitingNomad: false, nomad: undefined, machine: undefined };
     // Admitted again: the new record replaces the old one, machine and all.
     if (this.admitted.record(id) !== undefined) this.release(id);
-    this.admitted.admit(id, admitted);
+    this.admitted.admit(admitted);
     const forgotten = this.awaitingClient.set(id, true);
     if (forgotten !== undefined && this.admitted.record(forgotten)?.opening === true) this.release(forgotten);
     this.judge(admitted, allocation);

@@ -18,6 +18,8 @@ export interface Unjudged {
   readonly reason: string;
 }
 
+const NO_WAITERS: readonly Waiter[] = [];
+
 export class VerdictBook {
   private readonly verdicts: BoundedHistory<VerdictRecord>;
   private readonly unjudged: BoundedHistory<Unjudged>;
@@ -72,8 +74,9 @@ export class VerdictBook {
     this.waiters.clear();
   }
 
-  private takeWaiters(allocId: string): Waiter[] {
-    const waiters = this.waiters.get(allocId) ?? [];
+  private takeWaiters(allocId: string): readonly Waiter[] {
+    if (this.waiters.size === 0) return NO_WAITERS;
+    const waiters = this.waiters.get(allocId) ?? NO_WAITERS;
     if (waiters.length > 0) this.waiters.delete(allocId);
     return waiters;
   }
