@@ -25,10 +25,24 @@ function digitsAt(text: string, start: number, count: number): number {
 }
 
 /**
+ * Days from 1970-01-01 to the `day`th of `month` (1–12) of `year`, the day counted on past the
+ * month's end as Date.UTC counts it (linear in `day`): Howard Hinnant's days_from_civil, in integer
+ * arithmetic, about a quarter of Date.UTC's cost.
+ */
+function daysFromCivil(year: number, month: number, day: number): number {
+  const y = month <= 2 ? year - 1 : year;
+  const era = Math.floor(y / 400);
+  const yearOfEra = y - era * 400;
+  const dayOfYear = Math.floor((153 * (month > 2 ? month - 3 : month + 9) + 2) / 5) + day - 1;
+  const dayOfEra = yearOfEra * 365 + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100) + dayOfYear;
+  return era * 146_097 + dayOfEra - 719_468;
+}
+
+/**
  * What parseNomadTime gives for the form Nomad writes (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`), read
  * without a regular expression or a string built for Date.parse; undefined for anything else (an
  * offset, a year before 1000, a field out of Date.parse's range), which takes the general path.
- * Same result: Date.UTC is Date.parse for those fields, and a fraction of at most 9 digits divided by
+ * Same result: daysFromCivil is Date.UTC, which is Date.parse, for those fields, and a fraction of at most 9 digits divided by
  * its power of ten is, rounded once, the number its decimal text reads as.
  */
 function canonicalTimeMs(value: string): number | undefined {
@@ -51,7 +65,7 @@ function canonicalTimeMs(value: string): number | undefined {
     if (Number.isNaN(part)) return undefined;
     fraction = (part / 10 ** digits) * 1000;
   }
-  return Date.UTC(year, month - 1, day, hour, minute, second) + fraction;
+  return ((daysFromCivil(year, month, day) * 24 + hour) * 60 + minute) * 60_000 + second * 1000 + fraction;
 }
 
 /** RFC3339Nano → epoch milliseconds (sub-millisecond digits kept as a fraction); null/zero time → null. */

@@ -289,6 +289,13 @@ describe('parseNomadTime', () => {
     expect(parseNomadTime(value)).toMatchObject({ ok: false });
   });
 
+  it.each(['1000-01-01T00:00:00Z', '1600-02-29T12:00:00Z', '1900-03-01T00:00:00Z', '2024-02-29T23:59:59.999999999Z', '2026-04-31T00:00:00Z', '2100-02-28T00:00:00Z', '9999-12-31T23:59:59Z'])(
+    'counts the days of %s as Date.parse does (leap years, a day past the month end)',
+    (value) => {
+      expect(parseNomadTime(value)).toEqual({ ok: true, ms: Date.parse(value.replace(/\.\d+Z$/, 'Z')) + (value.includes('.') ? 999.999999 : 0) });
+    },
+  );
+
   it('reads the form Nomad writes (read without Date.parse) exactly as RFC3339 through Date.parse reads it', () => {
     // The definition: the whole seconds through Date.parse, the fraction as the decimal it is.
     const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
