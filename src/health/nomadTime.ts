@@ -42,8 +42,8 @@ function daysFromCivil(year: number, month: number, day: number): number {
  * What parseNomadTime gives for the form Nomad writes (`YYYY-MM-DDTHH:MM:SS[.fraction]Z`), read
  * without a regular expression or a string built for Date.parse; undefined for anything else (an
  * offset, a year before 1000, a field out of Date.parse's range), which takes the general path.
- * Same result: daysFromCivil is Date.UTC, which is Date.parse, for those fields, and a fraction of at most 9 digits divided by
- * its power of ten is, rounded once, the number its decimal text reads as.
+ * Same result: daysFromCivil is Date.UTC, which is Date.parse, for those fields, and a fraction of at
+ * most 9 digits divided by its power of ten is, rounded once, the number its decimal text reads as.
  */
 function canonicalTimeMs(value: string): number | undefined {
   const length = value.length;

@@ -65,7 +65,8 @@ export class AdmittedRecords implements MachineTable {
   remove(allocationId: string): void {
     const record = this.record(allocationId);
     if (record?.machine !== undefined) throw new Error(`allocation ${allocationId} still has a machine`);
-    if (record === this.last) this.last = undefined;
+    // record() has just made it the last found.
+    this.last = undefined;
     this.records.delete(allocationId);
   }
 

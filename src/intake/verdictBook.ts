@@ -75,7 +75,6 @@ export class VerdictBook {
   }
 
   private takeWaiters(allocId: string): readonly Waiter[] {
-    if (this.waiters.size === 0) return NO_WAITERS;
     const waiters = this.waiters.get(allocId) ?? NO_WAITERS;
     if (waiters.length > 0) this.waiters.delete(allocId);
     return waiters;
