@@ -23,9 +23,10 @@ const UNDER_LOAD = ['healthy_task_states', 'restart_before_min_healthy', 'many_a
 
 /**
  * The tests every set passes; `run` deploys it (in the describe's beforeAll). `documented`: the
- * scenarios whose allocations differ from Nomad 1.1.2 as the fixtures README documents.
+ * scenarios whose allocations differ from Nomad 1.1.2 as the fixtures README documents; `racing`:
+ * those that differ so or not, as a race in Nomad's client goes.
  */
-function judgedLikeNomad(run: () => Promise<HealthSuiteReport>, documented: readonly string[]): { readonly report: HealthSuiteReport } {
+function judgedLikeNomad(run: () => Promise<HealthSuiteReport>, documented: readonly string[], racing: readonly string[] = []): { readonly report: HealthSuiteReport } {
   const state: { report?: HealthSuiteReport } = {};
   beforeAll(async () => {
     state.report = await run();
@@ -42,7 +43,8 @@ function judgedLikeNomad(run: () => Promise<HealthSuiteReport>, documented: read
   });
 
   test('differences from Nomad only the documented ones and those its own lag explains, each reported by Warden', () => {
-    expect([...new Set(report().documented.map((line) => line.split(' ')[0]))].sort()).toEqual([...documented].sort());
+    const differing = new Set(report().documented.map((line) => line.split(' ')[0] as string));
+    expect([...differing].filter((name) => !racing.includes(name)).sort()).toEqual([...documented].sort());
     expect(report().unreported).toEqual([]);
   });
 
@@ -59,7 +61,9 @@ describe('health verdicts against a real Nomad', () => {
   const suite = (scenarios: readonly LiveScenario[], options: SuiteOptions = { tolerance: TOLERANCE }) => () => runHealthSuite(scenarios, jobs, options);
 
   describe("the recordings' jobs", () => {
-    judgedLikeNomad(suite(RECORDED), ['prestart_sidecar_lifecycle', 'stopped_while_waiting']);
+    // stopped_while_waiting: 1.1.2's tracker marks it unhealthy if the copy it reads first shows the
+    // killed task, and exits with no verdict if it shows the server's stop; Warden says stopped.
+    judgedLikeNomad(suite(RECORDED), ['prestart_sidecar_lifecycle'], ['stopped_while_waiting']);
   });
 
   describe('the cases the recordings lack', () => {

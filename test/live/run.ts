@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { findBinary, startConsul, startNomad, type Agent } from './support/agents.js';
 import { cleanUpAfter } from './support/cleanup.js';
+import { failuresIn } from './support/failures.js';
 import { summarizeFigures } from './support/figures.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -56,9 +57,10 @@ function suiteEnvironment(consul: Agent, nomad: Agent, figures: string, binaries
   };
 }
 
-function runJest(env: NodeJS.ProcessEnv, args: readonly string[]): Promise<number> {
+/** Runs Jest on the live config; its report (what failed) goes to `report`. */
+function runJest(env: NodeJS.ProcessEnv, args: readonly string[], report: string): Promise<number> {
   const jest = join(root, 'node_modules', 'jest', 'bin', 'jest.js');
-  const child = spawn(process.execPath, [jest, '-c', join(root, 'jest.live.config.js'), ...args], { cwd: root, env, stdio: 'inherit' });
+  const child = spawn(process.execPath, [jest, '-c', join(root, 'jest.live.config.js'), '--json', '--outputFile', report, ...args], { cwd: root, env, stdio: 'inherit' });
   const forward = (name: NodeJS.Signals): void => void child.kill(name);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
@@ -94,10 +96,11 @@ async function main(): Promise<number> {
     const env = suiteEnvironment(consul, nomad, figures, binaries);
     const args = process.argv.slice(2);
     // Asked for particular suites: those, as asked. Else every suite, then the timing suites alone.
-    let code = args.length > 0 ? await runJest(env, args) : await runJest(env, ['--testPathIgnorePatterns', '/node_modules/', ...ALONE.map((suite) => `<rootDir>/${suite}`)]);
+    const reports = [join(figuresDir, 'jest.json'), join(figuresDir, 'jest-alone.json')];
+    let code = args.length > 0 ? await runJest(env, args, reports[0] as string) : await runJest(env, ['--testPathIgnorePatterns', '/node_modules/', ...ALONE.map((suite) => `<rootDir>/${suite}`)], reports[0] as string);
     if (args.length === 0) {
       say(`then alone: ${ALONE.join(', ')}`);
-      code = (await runJest(env, ALONE)) || code;
+      code = (await runJest(env, ALONE, reports[1] as string)) || code;
     }
     const left = await purgeLeftJobs(nomad);
     if (left.length > 0) {
@@ -106,6 +109,7 @@ async function main(): Promise<number> {
     }
     const summary = summarizeFigures(figures);
     if (Object.keys(summary).length > 0) process.stdout.write(`${JSON.stringify({ liveFigures: summary }, null, 2)}\n`);
+    for (const failure of reports.flatMap((report) => failuresIn(report))) say(`FAILED: ${failure}`);
     return code;
   } finally {
     if (watchdog?.pid !== undefined) {

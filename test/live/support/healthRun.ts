@@ -24,7 +24,7 @@ import { recordFigure } from './figures.js';
 import { deploymentSettled, HealthObserver, type ObservedDeployment } from './healthObserver.js';
 import { jobName, LIVE_SCENARIOS, type LiveScenario } from './healthScenarios.js';
 import { writeLiveFixture } from './liveFixtures.js';
-import { compare, expectationFor, policyOf, unrecordedFailure, type Expectation, type Tolerance, type WardenVerdict } from './nomadVerdicts.js';
+import { compare, expectationFor, policyOf, unrecordedFailure, unrecordedStop, type Expectation, type Tolerance, type WardenVerdict } from './nomadVerdicts.js';
 import { liveEnv, uniqueJobId } from './live.js';
 
 export const MODES = ['watch from the start', 'watch started late', 'watch restarted mid-deployment', 'gate in flight', 'gate started late'] as const;
@@ -225,8 +225,8 @@ async function nomadDone(scenario: LiveScenario, jobId: string, ctx: RunContext,
         const job = versions.get(Number(allocation.latest.JobVersion ?? 0));
         if (job === undefined) return undefined;
         const watched = allocation.latest.DeploymentID && typeof policyOf(job, allocation.latest.TaskGroup, ctx.rules) !== 'string';
-        // Failed for good with its deployment ended, Nomad's client will record nothing more (see nomadVerdicts.ts).
-        if (watched && allocation.decision === undefined && !unrecordedFailure(allocation.latest)) return undefined;
+        // Failed for good, or stopped and over, with its deployment ended: Nomad's client will record nothing more (see nomadVerdicts.ts).
+        if (watched && allocation.decision === undefined && !unrecordedFailure(allocation.latest) && !unrecordedStop(allocation.latest)) return undefined;
       }
       return scenario.settled === undefined || scenario.settled(allocations) ? true : undefined;
     },

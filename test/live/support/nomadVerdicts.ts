@@ -23,8 +23,12 @@ export type Expectation =
    * it healthy. Warden, judging by the data, says unhealthy.
    */
   | { readonly kind: 'unrecorded failure'; readonly explained: string }
-  /** 1.1.2's client marks an allocation stopped before it was healthy unhealthy, with no reason: Warden says stopped. */
-  | { readonly kind: 'stopped'; readonly documented: string }
+  /**
+   * Stopped by the server before it was healthy: Warden says stopped. 1.1.2's client either marks it
+   * unhealthy with no reason (`documented`: its tracker saw the task killed before the stop) or
+   * records nothing (its tracker saw the stop first, as today's does).
+   */
+  | { readonly kind: 'stopped'; readonly documented?: string }
   | {
       readonly kind: 'verdict';
       readonly healthy: boolean;
@@ -79,6 +83,14 @@ function successfulPoststarts(group: TaskGroup, allocation: Allocation): string[
   }).map((task) => task.Name);
 }
 
+/**
+ * Watched for a deployment, stopped by the server and over on its client with no decision: its
+ * tracker saw the desired stop before the killed task, and exited without a verdict.
+ */
+export function unrecordedStop(allocation: Allocation): boolean {
+  return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.DesiredStatus === 'stop' && allocation.ClientStatus === 'complete';
+}
+
 /** Watched for a deployment, failed for good: Nomad's client will not decide it any more. */
 export function unrecordedFailure(allocation: Allocation): boolean {
   return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.ClientStatus === 'failed';
@@ -95,6 +107,7 @@ export function expectationFor(allocation: Allocation, job: Job, decision: Nomad
   if (decision === undefined && unrecordedFailure(allocation)) {
     return { kind: 'unrecorded failure', explained: "Nomad's client recorded no decision (its health hook shut down with the failed allocation first)" };
   }
+  if (decision === undefined && unrecordedStop(allocation)) return { kind: 'stopped' };
   if (decision === undefined) return { kind: 'none', why: 'Nomad decided nothing' };
   const group = (job.TaskGroups ?? []).find((candidate) => candidate.Name === allocation.TaskGroup) as TaskGroup;
   if (!decision.healthy && unhealthyEvents.size === 0 && allocation.DesiredStatus === 'stop') {
@@ -181,7 +194,8 @@ export function compare(expected: Expectation, warden: WardenVerdict | undefined
     case 'unrecorded failure':
       return warden?.verdict === 'unhealthy' ? { agrees: true, explained: true, note: expected.explained } : { agrees: false, note: `${expected.explained}; Warden said ${warden?.verdict ?? 'nothing'}, not unhealthy` };
     case 'stopped':
-      return warden?.verdict === 'stopped' ? { agrees: true, note: expected.documented } : { agrees: false, note: `Warden said ${warden?.verdict ?? 'nothing'}, not stopped` };
+      if (warden?.verdict !== 'stopped') return { agrees: false, note: `Warden said ${warden?.verdict ?? 'nothing'}, not stopped` };
+      return { agrees: true, ...(expected.documented === undefined ? {} : { note: expected.documented }) };
     case 'verdict': {
       if (warden === undefined) return { agrees: false, note: `Nomad: ${expected.healthy ? 'healthy' : 'unhealthy'}; Warden said nothing` };
       const said = expected.healthy ? 'healthy' : 'unhealthy';
