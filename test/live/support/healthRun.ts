@@ -208,11 +208,13 @@ async function nomadDone(scenario: LiveScenario, jobId: string, ctx: RunContext,
   if (done === 'placement-failed') {
     // The deployment runs on with nothing placed: done once the registration's evaluation failed to place.
     let index = 0;
-    for (;;) {
+    const until = systemClock.now() + 180_000;
+    while (systemClock.now() < until) {
       const { body, meta } = await client.getEvaluation(evalId, { index, waitMs: 2_000 });
       if (body.Status === 'complete' && Object.keys(body.FailedTGAllocs ?? {}).length > 0) return;
       index = meta.lastIndex;
     }
+    throw new Error(`waited 180000 ms for ${jobId}'s evaluation ${evalId} to fail its placement`);
   }
   await observer.until(
     `Nomad done with ${jobId}`,
