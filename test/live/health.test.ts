@@ -61,8 +61,9 @@ describe('health verdicts against a real Nomad', () => {
   const suite = (scenarios: readonly LiveScenario[], options: SuiteOptions = { tolerance: TOLERANCE }) => () => runHealthSuite(scenarios, jobs, options);
 
   describe("the recordings' jobs", () => {
-    // stopped_while_waiting: 1.1.2's tracker marks it unhealthy if the copy it reads first shows the
-    // killed task, and exits with no verdict if it shows the server's stop; Warden says stopped.
+    // stopped_while_waiting: 1.1.2's client marks it unhealthy when its tracker reports the killed
+    // task before the health hook is shut down with the allocation, and records nothing when the
+    // shutdown wins; Warden says stopped.
     judgedLikeNomad(suite(RECORDED), ['prestart_sidecar_lifecycle'], ['stopped_while_waiting']);
   });
 

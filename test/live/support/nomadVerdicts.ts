@@ -24,9 +24,9 @@ export type Expectation =
    */
   | { readonly kind: 'unrecorded failure'; readonly explained: string }
   /**
-   * Stopped by the server before it was healthy: Warden says stopped. 1.1.2's client either marks it
-   * unhealthy with no reason (`documented`: its tracker saw the task killed before the stop) or
-   * records nothing (its tracker saw the stop first, as today's does).
+   * Stopped by the server before it was healthy: Warden says stopped. 1.1.2's client marks it
+   * unhealthy with no reason (`documented`) when its tracker reports the killed task before the
+   * health hook's Postrun cancels the watch, and records nothing when the Postrun comes first.
    */
   | { readonly kind: 'stopped'; readonly documented?: string }
   | {
@@ -84,8 +84,8 @@ function successfulPoststarts(group: TaskGroup, allocation: Allocation): string[
 }
 
 /**
- * Watched for a deployment, stopped by the server and over on its client with no decision: its
- * tracker saw the desired stop before the killed task, and exited without a verdict.
+ * Watched for a deployment, stopped by the server and over on its client with no decision: the
+ * health hook was shut down with the allocation before its tracker reported the killed task.
  */
 export function unrecordedStop(allocation: Allocation): boolean {
   return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.DesiredStatus === 'stop' && allocation.ClientStatus === 'complete';
