@@ -9,7 +9,7 @@ import type { HealthPolicy } from '../../../machines/allocationHealthTypes.js';
 import type { NomadRules } from '../../../machines/nomadRules.js';
 import { healthPolicyFor } from '../../../src/health/index.js';
 import { releaseWords } from '../../../src/health/nomadDecision.js';
-import { nanoTimeMs } from '../../../src/health/nomadTime.js';
+import { nanoTimeMs, parseNomadTime } from '../../../src/health/nomadTime.js';
 import type { Allocation, Job, TaskEvent, TaskGroup } from '../../../src/nomad/types.js';
 import type { NomadDecision } from './healthObserver.js';
 
@@ -19,8 +19,9 @@ export type Expectation =
   /**
    * Nomad's client watched it and recorded no decision, its tasks failed for good: 1.1.2's health
    * hook is shut down with the allocation, and when that comes before its tracker reports (a race,
-   * seen under load) nothing is recorded, and the deployment fails at its progress deadline without
-   * it healthy. Warden, judging by the data, says unhealthy.
+   * seen under load and, for failed_task, on an idle machine) nothing is recorded but an untimed
+   * Healthy=false, and the deployment fails at its progress deadline without it healthy. Warden,
+   * judging by the data, says unhealthy.
    */
   | { readonly kind: 'unrecorded failure'; readonly explained: string }
   /**
@@ -91,9 +92,17 @@ export function unrecordedStop(allocation: Allocation): boolean {
   return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.DesiredStatus === 'stop' && allocation.ClientStatus === 'complete';
 }
 
-/** Watched for a deployment, failed for good: Nomad's client will not decide it any more. */
+/**
+ * Watched for a deployment, failed for good with no verdict of its tracker: Nomad's client will not
+ * decide it any more. Its DeploymentStatus says nothing, or Healthy=false with no time: 1.1.2's
+ * client marks a failed allocation so when its health watch did not (client/allocrunner
+ * alloc_runner.go clientAlloc, "guards against the watcher not be started").
+ */
 export function unrecordedFailure(allocation: Allocation): boolean {
-  return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.ClientStatus === 'failed';
+  const status = allocation.DeploymentStatus;
+  const timed = parseNomadTime(status?.Timestamp);
+  const untimed = status?.Healthy == null || (status.Healthy === false && !(timed.ok && timed.ms !== null));
+  return Boolean(allocation.DeploymentID) && untimed && allocation.ClientStatus === 'failed';
 }
 
 /**
@@ -105,7 +114,7 @@ export function expectationFor(allocation: Allocation, job: Job, decision: Nomad
   const policy = policyOf(job, allocation.TaskGroup, rules);
   if (typeof policy === 'string') return { kind: 'none', why: policy };
   if (decision === undefined && unrecordedFailure(allocation)) {
-    return { kind: 'unrecorded failure', explained: "Nomad's client recorded no decision (its health hook shut down with the failed allocation first)" };
+    return { kind: 'unrecorded failure', explained: "Nomad's client recorded no timed decision (its health hook shut down with the failed allocation first)" };
   }
   if (decision === undefined && unrecordedStop(allocation)) return { kind: 'stopped' };
   if (decision === undefined) return { kind: 'none', why: 'Nomad decided nothing' };
