@@ -225,6 +225,31 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
       await late.supervisor.stop();
     }
   });
+
+  test("over and marked unhealthy with no time (1.1.2's client, for a failed allocation its health watch did not judge): not a decision, still unjudged", async () => {
+    const harness = await cluster();
+    const { fake, clock, allocs } = harness;
+    const [alloc] = allocs as [Allocation];
+    await driveTo(clock, START + 200);
+    fake.cluster.startTask(alloc.ID);
+    restartLoop(harness, alloc.ID, 5);
+    clock.advance(300);
+    fake.cluster.failTask(alloc.ID, 'main');
+    // client/allocrunner clientAlloc: a failed allocation in a deployment, no health set: Healthy=false at Go's zero time.
+    fake.cluster.patchAllocation(alloc.ID, { DeploymentStatus: { Canary: false, Healthy: false, ModifyIndex: 0, Timestamp: '0001-01-01T00:00:00Z' } });
+    fake.cluster.setDeploymentStatus(String(alloc.DeploymentID), 'failed', 'Failed due to progress deadline');
+    await driveTo(clock, clock.now() + 100);
+    const late = lateSupervisor(harness);
+    try {
+      const result = await late.supervisor.waitForDeployment('web', { version: 0 });
+      expect(result.ok).toBe(false);
+      expect(result.unhealthy).toEqual([]);
+      expect(result.unjudged).toEqual([{ allocId: alloc.ID, name: 'web.app[0]', reason: expect.stringContaining('Nomad keeps only the last 10 events of a task') }]);
+      expect(late.problems).toEqual([]);
+    } finally {
+      await late.supervisor.stop();
+    }
+  });
 });
 
 describe('a gate on an older version', () => {
