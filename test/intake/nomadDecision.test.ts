@@ -205,28 +205,13 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
     }
   });
 
-  test('over without a decision: undetermined, and a late gate names it among the unjudged with why', async () => {
-    const harness = await cluster();
-    const { fake, clock, allocs } = harness;
-    const [alloc] = allocs as [Allocation];
-    await driveTo(clock, START + 200);
-    fake.cluster.startTask(alloc.ID);
-    restartLoop(harness, alloc.ID, 5);
-    clock.advance(300);
-    fake.cluster.failTask(alloc.ID, 'main');
-    fake.cluster.setDeploymentStatus(String(alloc.DeploymentID), 'failed', 'Failed due to progress deadline');
-    await driveTo(clock, clock.now() + 100);
-    const late = lateSupervisor(harness);
-    try {
-      const result = await late.supervisor.waitForDeployment('web', { version: 0 });
-      expect(result.ok).toBe(false);
-      expect(result.unjudged).toEqual([{ allocId: alloc.ID, name: 'web.app[0]', reason: expect.stringContaining("Nomad keeps only the last 10 events of a task, and task main's events before") }]);
-    } finally {
-      await late.supervisor.stop();
-    }
-  });
+  /** What 1.1.2's client writes on a failed allocation in a deployment whose health watch did not judge it (client/allocrunner clientAlloc): Healthy=false at Go's zero time. */
+  const UNTIMED_UNHEALTHY = { Canary: false, Healthy: false, ModifyIndex: 0, Timestamp: '0001-01-01T00:00:00Z' };
 
-  test("over and marked unhealthy with no time (1.1.2's client, for a failed allocation its health watch did not judge): not a decision, still unjudged", async () => {
+  test.each([
+    ['without a decision', undefined],
+    ["marked unhealthy with no time (1.1.2's client, its health watch shut down first): not a decision", UNTIMED_UNHEALTHY],
+  ])('over %s: undetermined, and a late gate names it among the unjudged with why', async (_case, deploymentStatus) => {
     const harness = await cluster();
     const { fake, clock, allocs } = harness;
     const [alloc] = allocs as [Allocation];
@@ -235,15 +220,14 @@ describe("Nomad's recorded verdict where the 10-event cap erased the history", (
     restartLoop(harness, alloc.ID, 5);
     clock.advance(300);
     fake.cluster.failTask(alloc.ID, 'main');
-    // client/allocrunner clientAlloc: a failed allocation in a deployment, no health set: Healthy=false at Go's zero time.
-    fake.cluster.patchAllocation(alloc.ID, { DeploymentStatus: { Canary: false, Healthy: false, ModifyIndex: 0, Timestamp: '0001-01-01T00:00:00Z' } });
+    if (deploymentStatus !== undefined) fake.cluster.patchAllocation(alloc.ID, { DeploymentStatus: deploymentStatus });
     fake.cluster.setDeploymentStatus(String(alloc.DeploymentID), 'failed', 'Failed due to progress deadline');
     await driveTo(clock, clock.now() + 100);
     const late = lateSupervisor(harness);
     try {
       const result = await late.supervisor.waitForDeployment('web', { version: 0 });
       expect(result).toMatchObject({ ok: false, unhealthy: [] });
-      expect(result.unjudged).toEqual([{ allocId: alloc.ID, name: 'web.app[0]', reason: expect.stringContaining('Nomad keeps only the last 10 events of a task') }]);
+      expect(result.unjudged).toEqual([{ allocId: alloc.ID, name: 'web.app[0]', reason: expect.stringContaining("Nomad keeps only the last 10 events of a task, and task main's events before") }]);
       expect(late.problems).toEqual([]);
     } finally {
       await late.supervisor.stop();
