@@ -205,9 +205,9 @@ function inTurn(round: number): LatencyReader[] {
  * Single-line latencies (ms) of each reader, in one process: line written → the time taken where the
  * reader learns of it (the floor's parsed frame, Warden's verdict subscriber). Each reader, on a
  * stream of its own, gets the same `unmeasured + samples` lines, LATENCY_BLOCK at a time in turns
- * (the order rotating: inTurn); the last `samples` are kept. Side by side, because this machine's speed wanders by 1.3–1.6× for
- * seconds at a time (measured: the floor's and the decoder reader's p50, nearly the same work, 109
- * and 165 µs when taken one after the other in one process): readers
+ * (the order rotating: inTurn); the last `samples` are kept. Side by side, because this machine's
+ * speed wanders by 1.3–1.6× for seconds at a time (measured: the floor's and the decoder reader's
+ * p50, nearly the same work, 109 and 165 µs when taken one after the other in one process): readers
  * measured one after the other, or in processes of their own, took that for their difference (p50
  * ratios of 0.9–1.9 for the same code). Line by line in turns would not do either: each reader then
  * runs with its code cold from the others' (Warden's judging 3× slower, the floor's 1.4×).

@@ -96,11 +96,11 @@ async function main(): Promise<number> {
     const env = suiteEnvironment(consul, nomad, figures, binaries);
     const args = process.argv.slice(2);
     // Asked for particular suites: those, as asked. Else every suite, then the timing suites alone.
-    const reports = [join(figuresDir, 'jest.json'), join(figuresDir, 'jest-alone.json')];
-    let code = args.length > 0 ? await runJest(env, args, reports[0] as string) : await runJest(env, ['--testPathIgnorePatterns', '/node_modules/', ...ALONE.map((suite) => `<rootDir>/${suite}`)], reports[0] as string);
+    const [report, aloneReport] = [join(figuresDir, 'jest.json'), join(figuresDir, 'jest-alone.json')];
+    let code = await runJest(env, args.length > 0 ? args : ['--testPathIgnorePatterns', '/node_modules/', ...ALONE.map((suite) => `<rootDir>/${suite}`)], report);
     if (args.length === 0) {
       say(`then alone: ${ALONE.join(', ')}`);
-      code = (await runJest(env, ALONE, reports[1] as string)) || code;
+      code = (await runJest(env, ALONE, aloneReport)) || code;
     }
     const left = await purgeLeftJobs(nomad);
     if (left.length > 0) {
@@ -109,7 +109,7 @@ async function main(): Promise<number> {
     }
     const summary = summarizeFigures(figures);
     if (Object.keys(summary).length > 0) process.stdout.write(`${JSON.stringify({ liveFigures: summary }, null, 2)}\n`);
-    for (const failure of reports.flatMap((report) => failuresIn(report))) say(`FAILED: ${failure}`);
+    for (const failure of [...failuresIn(report), ...failuresIn(aloneReport)]) say(`FAILED: ${failure}`);
     return code;
   } finally {
     if (watchdog?.pid !== undefined) {

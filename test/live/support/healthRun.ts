@@ -200,6 +200,9 @@ class JobVersions {
 
 const newest = (deployments: readonly ObservedDeployment[]): ObservedDeployment | undefined => [...deployments].sort((a, b) => b.latest.CreateIndex - a.latest.CreateIndex)[0];
 
+/** How long Nomad may take to be done with a scenario's job. */
+const NOMAD_DONE_MS = 180_000;
+
 /** Waits until Nomad is done with the scenario's job (see LiveScenario.done and settled). */
 async function nomadDone(scenario: LiveScenario, jobId: string, ctx: RunContext, versions: JobVersions, evalId: string): Promise<void> {
   const { observer, client } = ctx;
@@ -208,13 +211,13 @@ async function nomadDone(scenario: LiveScenario, jobId: string, ctx: RunContext,
   if (done === 'placement-failed') {
     // The deployment runs on with nothing placed: done once the registration's evaluation failed to place.
     let index = 0;
-    const until = systemClock.now() + 180_000;
+    const until = systemClock.now() + NOMAD_DONE_MS;
     while (systemClock.now() < until) {
       const { body, meta } = await client.getEvaluation(evalId, { index, waitMs: 2_000 });
       if (body.Status === 'complete' && Object.keys(body.FailedTGAllocs ?? {}).length > 0) return;
       index = meta.lastIndex;
     }
-    throw new Error(`waited 180000 ms for ${jobId}'s evaluation ${evalId} to fail its placement`);
+    throw new Error(`waited ${NOMAD_DONE_MS} ms for ${jobId}'s evaluation ${evalId} to fail its placement`);
   }
   await observer.until(
     `Nomad done with ${jobId}`,
@@ -232,7 +235,7 @@ async function nomadDone(scenario: LiveScenario, jobId: string, ctx: RunContext,
       }
       return scenario.settled === undefined || scenario.settled(allocations) ? true : undefined;
     },
-    180_000,
+    NOMAD_DONE_MS,
   ).catch((error: unknown) => {
     // Say what was seen, to tell a slow agent from a scenario that cannot end.
     const seen = {

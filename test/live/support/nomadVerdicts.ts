@@ -8,8 +8,8 @@
 import type { HealthPolicy } from '../../../machines/allocationHealthTypes.js';
 import type { NomadRules } from '../../../machines/nomadRules.js';
 import { healthPolicyFor } from '../../../src/health/index.js';
-import { releaseWords } from '../../../src/health/nomadDecision.js';
-import { nanoTimeMs, parseNomadTime } from '../../../src/health/nomadTime.js';
+import { nomadDecision, releaseWords } from '../../../src/health/nomadDecision.js';
+import { nanoTimeMs } from '../../../src/health/nomadTime.js';
 import type { Allocation, Job, TaskEvent, TaskGroup } from '../../../src/nomad/types.js';
 import type { NomadDecision } from './healthObserver.js';
 
@@ -84,12 +84,17 @@ function successfulPoststarts(group: TaskGroup, allocation: Allocation): string[
   }).map((task) => task.Name);
 }
 
+/** In a deployment, and no decision of Nomad's client as Warden reads one (an untimed mark is none). */
+function undecided(allocation: Allocation): boolean {
+  return Boolean(allocation.DeploymentID) && nomadDecision(allocation) === undefined;
+}
+
 /**
  * Watched for a deployment, stopped by the server and over on its client with no decision: the
  * health hook was shut down with the allocation before its tracker reported the killed task.
  */
 export function unrecordedStop(allocation: Allocation): boolean {
-  return Boolean(allocation.DeploymentID) && allocation.DeploymentStatus?.Healthy == null && allocation.DesiredStatus === 'stop' && allocation.ClientStatus === 'complete';
+  return undecided(allocation) && allocation.DesiredStatus === 'stop' && allocation.ClientStatus === 'complete';
 }
 
 /**
@@ -99,10 +104,7 @@ export function unrecordedStop(allocation: Allocation): boolean {
  * alloc_runner.go clientAlloc, "guards against the watcher not be started").
  */
 export function unrecordedFailure(allocation: Allocation): boolean {
-  const status = allocation.DeploymentStatus;
-  const timed = parseNomadTime(status?.Timestamp);
-  const untimed = status?.Healthy == null || (status.Healthy === false && !(timed.ok && timed.ms !== null));
-  return Boolean(allocation.DeploymentID) && untimed && allocation.ClientStatus === 'failed';
+  return undecided(allocation) && allocation.ClientStatus === 'failed';
 }
 
 /**
