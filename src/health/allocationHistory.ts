@@ -127,10 +127,6 @@ function timedEvents(name: string, state: TaskState | undefined, after: number, 
   if (!Array.isArray(raw)) return [];
   const events: TimedEvent[] = [];
   let sorted = true;
-  // Nanoseconds a whole millisecond before `after`: a time below it is not after `after` whatever the
-  // rounding of its conversion (below a microsecond), so it is passed over without converting it
-  // (a later copy of an allocation repeats the events an earlier one brought).
-  const surelyBefore = (after - 1) * 1e6;
   for (const event of raw as unknown[]) {
     const fields = typeof event === 'object' && event !== null ? (event as Record<string, unknown>) : undefined;
     const time = fields?.Time;
@@ -139,7 +135,6 @@ function timedEvents(name: string, state: TaskState | undefined, after: number, 
       problems.push(`task ${name}: event ${JSON.stringify(fields?.Type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
       continue;
     }
-    if (time < surelyBefore) continue;
     const at = nanoTimeMs(time);
     if (!(at > after)) continue;
     if (events.length > 0 && (events[events.length - 1] as TimedEvent).at > at) sorted = false;

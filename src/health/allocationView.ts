@@ -7,8 +7,8 @@
  */
 import { TASK_RUN_STATES } from '../../machines/allocationHealthInput.js';
 import type { AllocationView, TaskView } from '../../machines/allocationHealthTypes.js';
-import type { Allocation, NanoTime, TaskGroup, TaskState } from '../nomad/types.js';
-import { isNanoTime, parseNanoTime, parseNomadTime } from './nomadTime.js';
+import type { Allocation, TaskGroup, TaskState } from '../nomad/types.js';
+import { isNanoTime, nanoTimeMs, parseNanoTime, parseNomadTime } from './nomadTime.js';
 
 /**
  * The compact view, with the start of Nomad's watch: HealthRegistry.track counts the deadline from
@@ -80,9 +80,8 @@ export function taskView(name: string, known: Pick<TaskView, 'hook' | 'sidecar'>
  */
 export function estimatedWatchingSince(allocation: Allocation, problems: string[]): number | undefined {
   const states = allocation.TaskStates ?? {};
-  // Raw nanosecond values compare exactly (bigint with number too); only the winner is converted.
-  let received: NanoTime | undefined;
-  let earliest: NanoTime | undefined;
+  let received: number | undefined;
+  let earliest: number | undefined;
   for (const name in states) {
     const events: unknown = states[name]?.Events;
     if (!Array.isArray(events)) continue;
@@ -93,12 +92,13 @@ export function estimatedWatchingSince(allocation: Allocation, problems: string[
         problems.push(`task ${name}: event ${JSON.stringify(type)} ignored, ${parsed.ok ? 'it has no time' : parsed.problem}`);
         continue;
       }
-      if (type === 'Received' && (received === undefined || time < received)) received = time;
-      if (earliest === undefined || time < earliest) earliest = time;
+      const at = nanoTimeMs(time);
+      if (type === 'Received' && (received === undefined || at < received)) received = at;
+      if (earliest === undefined || at < earliest) earliest = at;
     }
   }
   const best = received ?? earliest;
-  if (best !== undefined) return (parseNanoTime(best) as { ms: number }).ms;
+  if (best !== undefined) return best;
   const reported = Object.keys(states).length > 0 || (allocation.ClientStatus ?? 'pending') !== 'pending';
   if (!reported) return undefined;
   const created = parseNanoTime(allocation.CreateTime);

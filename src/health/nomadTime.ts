@@ -3,6 +3,9 @@
  * StartedAt / FinishedAt), Unix-nanosecond timestamps (CreateTime, TaskEvent Time) and
  * integer-nanosecond durations, all to milliseconds.
  */
+import type { NanoTime } from '../nomad/types.js';
+import { UnixNanos } from '../nomad/unixNanos.js';
+
 // RFC3339 with an optional fraction of up to 9 digits and a Z or ±hh:mm offset.
 const RFC3339 = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$/;
 
@@ -83,30 +86,33 @@ export function parseNomadTime(value: unknown): ParsedTime {
 }
 
 /**
- * A Unix-nanosecond timestamp (exact bigint from Warden's decoder, or a number) → epoch
- * milliseconds, microseconds kept as a fraction; 0 (Go's unset int64) → null.
+ * A Unix-nanosecond timestamp (exact UnixNanos from Warden's decoder, a bigint, or a number) →
+ * epoch milliseconds, microseconds kept as a fraction; 0 (Go's unset int64) → null.
  */
 export function parseNanoTime(value: unknown): ParsedTime {
-  if (value === null || value === undefined || value === 0 || value === 0n) return NO_TIME;
+  if (value === null || value === undefined || value === 0 || value === 0n || (value instanceof UnixNanos && value.seconds === 0 && value.nanos === 0)) return NO_TIME;
   if (isNanoTime(value)) return { ok: true, ms: nanoTimeMs(value) };
   return { ok: false, problem: `time ${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)} is not a Unix time in nanoseconds` };
 }
 
 /** A set Unix-nanosecond timestamp (see isNanoTime) in epoch ms, microseconds kept as a fraction: parseNanoTime's `ms`, with no result object. */
-export function nanoTimeMs(value: bigint | number): number {
+export function nanoTimeMs(value: NanoTime): number {
+  if (value instanceof UnixNanos) return value.ms;
   return typeof value === 'bigint' ? Number(value / 1000n) / 1000 : value / 1e6;
 }
 
-/** A set Unix-nanosecond timestamp: a positive integer, bigint or number. */
-export function isNanoTime(value: unknown): value is bigint | number {
+/** A set Unix-nanosecond timestamp: a positive integer, as a UnixNanos, a bigint or a number. */
+export function isNanoTime(value: unknown): value is NanoTime {
+  if (value instanceof UnixNanos) return value.seconds > 0 || value.nanos > 0;
   return typeof value === 'bigint' ? value > 0n : typeof value === 'number' && Number.isInteger(value) && value > 0;
 }
 
 /**
- * Nanoseconds (a Go int64: exact bigint from Warden's decoder, or a number) → milliseconds. A bigint
- * is cut to whole milliseconds, so two values in the same millisecond compare equal.
+ * Nanoseconds (a Go int64: exact UnixNanos or bigint, or a number) → milliseconds. An exact value is
+ * cut to whole milliseconds, so two values in the same millisecond compare equal.
  */
-export function nanoTimeToMs(nanoseconds: bigint | number): number {
+export function nanoTimeToMs(nanoseconds: NanoTime): number {
+  if (nanoseconds instanceof UnixNanos) return nanoseconds.wholeMs;
   return typeof nanoseconds === 'bigint' ? Number(nanoseconds / 1_000_000n) : nanoseconds / 1e6;
 }
 

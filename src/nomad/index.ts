@@ -1,5 +1,6 @@
 /** Warden's Nomad transport: the HTTP client, blocking queries, the resumable event stream, the API types. */
 export * from './types.js';
+export { UnixNanos } from './unixNanos.js';
 export { type NomadConfig, type NomadTlsOptions, NomadConfigError, nomadConfigFromEnv, DEFAULT_NOMAD_ADDRESS } from './config.js';
 export { type NomadConnectOptions, type NomadEndpoint, nomadEndpoint, tlsConnectOptions, nomadAuthHeaders } from './connection.js';
 export {

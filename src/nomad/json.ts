@@ -10,7 +10,8 @@
  *    timestamp key whose value is an unsafe integer, in text order;
  * 2. JSON.parse the untouched text;
  * 3. walk the result depth-first in key order (= text order) and replace each unsafe timestamp by
- *    the bigint of its digits, checking its key name and that the rounded value matches.
+ *    the UnixNanos of its digits (src/nomad/unixNanos.ts: exact, without a bigint), checking its
+ *    key name and that the rounded value matches.
  *
  * The walk visits every field of the document, a fifth of the cost of JSON.parse itself. Where the
  * caller knows where the timestamps are (parseNomadJsonAt: event frames), only those places are
@@ -21,13 +22,13 @@
  * timestamp keys are made exact; any other unsafe integer stays a (rounded) number. Nomad writes
  * compact JSON unless asked for ?pretty, which Warden never does; pretty text parses, rounded.
  *
- * Warden itself compares one of them (runner callbacks: an allocation's ModifyTime against the
- * subscription's start, to the millisecond; health reads the RFC3339 StartedAt instead); the rest
- * go to the embedder and back to Nomad (stringifyNomadJson). So every one stays exact: patching
- * only those Warden reads would save under a tenth of the stream's time and change what it hands on.
+ * Warden reads some of them, in milliseconds (task event times and CreateTime for health, a
+ * ModifyTime for runner callbacks); the rest go to the embedder and back to Nomad
+ * (stringifyNomadJson). So every one stays exact, and none is made a bigint unless asked for.
  */
 import { errorMessage } from '../errorMessage.js';
 import { NomadDecodeError } from './errors.js';
+import { UnixNanos, unixNanosAt } from './unixNanos.js';
 
 const NANO_TIME_KEYS: ReadonlySet<string> = new Set([
   'Time',
@@ -53,10 +54,12 @@ function isUnsafeDigits(text: string, start: number, end: number): boolean {
   return length > MAX_SAFE_DIGITS.length || (length === MAX_SAFE_DIGITS.length && text.slice(start, end) > MAX_SAFE_DIGITS);
 }
 
-/** The unsafe-integer timestamps of compact JSON text, in text order: key names and digits. */
+/** The unsafe-integer timestamps of compact JSON text, in text order: key names and where their digits are. */
 interface NanoTimes {
+  text: string;
   keys: string[];
-  digits: string[];
+  starts: number[];
+  ends: number[];
 }
 
 /** The timestamp key whose quoted name ends with the "Time" at `i` (the constant itself), or undefined. */
@@ -70,7 +73,7 @@ function timestampKeyAt(text: string, i: number): string | undefined {
 }
 
 function scanNanoTimes(text: string): NanoTimes {
-  const found: NanoTimes = { keys: [], digits: [] };
+  const found: NanoTimes = { text, keys: [], starts: [], ends: [] };
   for (let i = text.indexOf(NEEDLE); i !== -1; i = text.indexOf(NEEDLE, i + NEEDLE.length)) {
     const start = i + NEEDLE.length;
     let end = start;
@@ -84,9 +87,33 @@ function scanNanoTimes(text: string): NanoTimes {
     const before = text.charCodeAt(i - (key.length - 4) - 2);
     if (before !== OPEN_BRACE && before !== COMMA) continue;
     found.keys.push(key);
-    found.digits.push(text.slice(start, end));
+    found.starts.push(start);
+    found.ends.push(end);
   }
   return found;
+}
+
+/**
+ * Below it, `seconds · 1e9` (= seconds · 1953125 · 2^9) is a double, exactly: the check below works in
+ * exact arithmetic up to year 2116.
+ */
+const EXACT_CHECK_SECONDS = Math.floor(Number.MAX_SAFE_INTEGER / 1_953_125);
+
+/**
+ * The exact timestamp written by the digits text[start, end) when JSON.parse read them as `rounded`
+ * (an unsafe integer); undefined when they are not that number: the scan and the walk disagree.
+ * Read off the digits without a bigint, and checked without one: `rounded - seconds · 1e9` is exact
+ * (two doubles this close subtract exactly), so the digits are `rounded`'s when they lie within
+ * half a unit of its last place, as JSON.parse's rounding leaves them (the check BigInt(digits)
+ * rounded back to a double made, at a tenth of its cost).
+ */
+function exactAt(text: string, start: number, end: number, rounded: number): UnixNanos | undefined {
+  const exact = unixNanosAt(text, start, end);
+  if (exact === undefined) return undefined;
+  if (exact.seconds >= EXACT_CHECK_SECONDS) return Number(text.slice(start, end)) === rounded ? exact : undefined;
+  let halfUlp = 1;
+  for (let bound = 2 ** 54; rounded >= bound; bound *= 2) halfUlp *= 2;
+  return Math.abs(rounded - exact.seconds * 1e9 - exact.nanos) <= halfUlp ? exact : undefined;
 }
 
 function isArrayIndex(key: string): boolean {
@@ -123,10 +150,9 @@ class InOrderPatch implements TimestampPatch {
   field(holder: Record<string, unknown>, key: string): void {
     const field = holder[key];
     if (this.failed || typeof field !== 'number' || Number.isSafeInteger(field)) return;
-    const digits = this.found.digits[this.next];
-    // Number(bigint) rounds as JSON.parse does, and is cheaper than Number(digits) beside BigInt.
-    const exact = digits === undefined || this.found.keys[this.next] !== key ? undefined : BigInt(digits);
-    if (exact === undefined || Number(exact) !== field) {
+    const { text, keys, starts, ends } = this.found;
+    const exact = keys[this.next] === key ? exactAt(text, starts[this.next] as number, ends[this.next] as number, field) : undefined;
+    if (exact === undefined) {
       this.failed = true;
       return;
     }
@@ -142,7 +168,7 @@ class InOrderPatch implements TimestampPatch {
 
   /** Every scanned timestamp was placed, and every one checked out. */
   get complete(): boolean {
-    return !this.failed && this.next === this.found.digits.length;
+    return !this.failed && this.next === this.found.keys.length;
   }
 }
 
@@ -180,7 +206,7 @@ function everyField(value: object, patch: TimestampPatch, depth = 0): boolean {
 
 const QUOTABLE_NANO_TIME = /([{,]\s*"(?:Time|CreateTime|ModifyTime|SubmitTime|RescheduleTime)"\s*:\s*)(\d{16,})(?=\s*[,}])/g;
 
-/** The slow, order-independent path: timestamps become strings in the text, then bigints. */
+/** The slow, order-independent path: timestamps become strings in the text, then exact (a longer string than a Go int64 has: a number again). */
 function parseQuoted(text: string): unknown {
   const value: unknown = JSON.parse(text.replace(QUOTABLE_NANO_TIME, '$1"$2"'));
   const visit = (node: unknown, depth: number): void => {
@@ -193,7 +219,7 @@ function parseQuoted(text: string): unknown {
     const record = node as Record<string, unknown>;
     for (const key in record) {
       const field = record[key];
-      if (typeof field === 'string' && NANO_TIME_KEYS.has(key) && /^\d{16,}$/.test(field)) record[key] = BigInt(field);
+      if (typeof field === 'string' && NANO_TIME_KEYS.has(key) && /^\d{16,}$/.test(field)) record[key] = unixNanosAt(field, 0, field.length) ?? Number(field);
       else visit(field, depth + 1);
     }
   };
@@ -219,7 +245,7 @@ function parseJson(text: string): unknown {
 /** Patches `value` where `locate` looks; false when that did not make every timestamp exact. */
 function patchAt(text: string, value: object, locate: TimestampLocator): boolean {
   const found = scanNanoTimes(text);
-  if (found.digits.length === 0) return true;
+  if (found.keys.length === 0) return true;
   const patch = new InOrderPatch(found);
   return locate(value, patch) && patch.complete;
 }
@@ -240,7 +266,7 @@ export function decoding<T>(text: string, decode: () => T): T {
 }
 
 /**
- * Parses a Nomad JSON body. Nanosecond timestamps beyond 2^53 come back as exact bigints.
+ * Parses a Nomad JSON body. Nanosecond timestamps beyond 2^53 come back exact, as UnixNanos.
  * Throws NomadDecodeError (with a short excerpt, never the whole body) on malformed JSON, and on
  * anything else that stops the decoding (a document nested too deep).
  */
@@ -266,14 +292,16 @@ export function parseNomadJsonAt(text: string, locate: TimestampLocator): unknow
 }
 
 /**
- * The first `limit` characters of `value` written as JSON (bigints as bare integers), without
+ * The first `limit` characters of `value` written as JSON (exact timestamps and bigints as bare integers), without
  * writing the rest: an excerpt of a payload that may be huge, or nested thousands deep (each level
  * writes a character before going down, so the recursion is at most `limit` deep).
  */
 export function jsonPrefix(value: unknown, limit: number): string {
   let out = '';
   const write = (node: unknown): void => {
-    if (Array.isArray(node)) {
+    if (node instanceof UnixNanos) {
+      out += node.toString();
+    } else if (Array.isArray(node)) {
       out += '[';
       for (let i = 0; i < node.length && out.length < limit; i++) {
         if (i > 0) out += ',';
@@ -302,13 +330,15 @@ export function jsonPrefix(value: unknown, limit: number): string {
 const BIGINT_MARK = '\uE000bigint:';
 const MARKED = /"\uE000bigint:(-?\d+)"/g;
 
-/** JSON.stringify that writes bigints as bare integers, so exact timestamps go back to Nomad exact. */
+/** JSON.stringify that writes exact timestamps and bigints as bare integers, so they go back to Nomad exact. */
 export function stringifyNomadJson(value: unknown): string {
   let sawBigint = false;
-  const text = JSON.stringify(value, (_key, field: unknown) => {
-    if (typeof field !== 'bigint') return field;
+  // `this[key]` is the field before its toJSON (a UnixNanos writes itself as a string).
+  const text = JSON.stringify(value, function (this: Record<string, unknown>, key: string, field: unknown) {
+    const raw = this[key];
+    if (typeof raw !== 'bigint' && !(raw instanceof UnixNanos)) return field;
     sawBigint = true;
-    return BIGINT_MARK + field.toString();
+    return BIGINT_MARK + raw.toString();
   });
   return sawBigint ? text.replace(MARKED, '$1') : text;
 }

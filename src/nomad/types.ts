@@ -7,10 +7,12 @@
  * - Every object passes unknown fields through (`Passthrough`): newer Nomad versions add fields,
  *   and Warden forwards what it does not read untouched.
  * - Durations are integer nanoseconds (`Nanoseconds`). Unix-nanosecond timestamps exceed 2^53 and
- *   are `NanoTime`: a bigint when decoded by Warden's parser (src/nomad/json.ts, exact), a number
- *   when built in code or parsed by plain JSON.parse (rounded to ~256 ns).
+ *   are `NanoTime`: a UnixNanos when decoded by Warden's parser (src/nomad/json.ts, exact; its
+ *   bigint built when asked), a bigint or a number when built in code (a number parsed by plain
+ *   JSON.parse is rounded to ~256 ns).
  * - RFC3339Nano times are strings, `null` when zero (old agents wrote "0001-01-01T00:00:00Z").
  */
+import type { UnixNanos } from './unixNanos.js';
 
 /** Unknown fields pass through untouched. */
 export type Passthrough = Record<string, unknown>;
@@ -18,8 +20,8 @@ export type Passthrough = Record<string, unknown>;
 /** An integer number of nanoseconds (a Go time.Duration). */
 export type Nanoseconds = number;
 
-/** Unix time in nanoseconds: exact bigint from Warden's decoder, or a (possibly rounded) number. */
-export type NanoTime = bigint | number;
+/** Unix time in nanoseconds: exact UnixNanos from Warden's decoder, an exact bigint, or a (possibly rounded) number. */
+export type NanoTime = UnixNanos | bigint | number;
 
 /** RFC3339Nano timestamp, e.g. "2026-11-29T17:05:04.256718293Z"; null when zero. */
 export type Rfc3339 = string;

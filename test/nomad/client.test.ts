@@ -9,6 +9,7 @@ import { NomadHttpError, NomadTimeoutError } from '../../src/nomad/errors.js';
 import { watchQuery } from '../../src/nomad/blockingQuery.js';
 import type { AllocationListStub } from '../../src/nomad/types.js';
 import type { NomadResponse } from '../../src/nomad/transport.js';
+import { UnixNanos } from '../../src/nomad/unixNanos.js';
 import { FakeNomad } from '../../src/testing/fakeNomad.js';
 import { fixtures, resolveWhile, scenarioJob, until } from './support.js';
 
@@ -37,7 +38,7 @@ describe('NomadClient against FakeNomad over loopback', () => {
     const { body: read, meta } = await client.getJob(job.ID);
     expect(read.ID).toBe(job.ID);
     expect(read.Version).toBe(0);
-    expect(typeof read.SubmitTime).toBe('bigint');
+    expect(read.SubmitTime).toBeInstanceOf(UnixNanos);
     expect(meta.lastIndex).toBeGreaterThan(0);
     expect(meta.knownLeader).toBe(true);
 

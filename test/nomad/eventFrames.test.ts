@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { decodeFrame, isAllocationEvent, isDeploymentEvent, isEvaluationEvent, isJobEvent, undecodableBatch, type SkippedEvent } from '../../src/nomad/eventFrames.js';
 import { NomadDecodeError } from '../../src/nomad/errors.js';
 import { parseNomadJson } from '../../src/nomad/json.js';
+import { UnixNanos } from '../../src/nomad/unixNanos.js';
 
 const scenarios = join(__dirname, '..', 'fixtures', 'nomad-1.1.2', 'scenarios');
 const recorded = (name: string): string[] =>
@@ -143,6 +144,7 @@ describe('decodeFrame timestamps', () => {
   const taskState = (...times: string[]): string => `{"Events":[${times.map((t) => `{"Time":${t},"Type":"Started"}`).join(',')}],"State":"running"}`;
   // Two different times that JSON.parse rounds to the same double: only text order tells them apart.
   const [early, late] = ['1795971902180095019', '1795971902180095023'];
+  const exact = (digits: string): UnixNanos => UnixNanos.fromBigInt(BigInt(digits));
 
   it('are exact on every recorded line: the same frame as the full parse', () => {
     let lines = 0;
@@ -166,17 +168,17 @@ describe('decodeFrame timestamps', () => {
     expect(decodeFrame(line)?.Events.map((e) => e.Payload)).toEqual([
       {
         Allocation: {
-          CreateTime: BigInt(early),
+          CreateTime: exact(early),
           ID: 'a',
-          Job: { SubmitTime: BigInt(late) },
+          Job: { SubmitTime: exact(late) },
           ModifyIndex: 3,
-          ModifyTime: BigInt(late),
-          RescheduleTracker: { Events: [{ RescheduleTime: BigInt(early) }] },
-          TaskStates: { main: { Events: [{ Time: BigInt(early), Type: 'Started' }, { Time: BigInt(late), Type: 'Started' }], State: 'running' } },
+          ModifyTime: exact(late),
+          RescheduleTracker: { Events: [{ RescheduleTime: exact(early) }] },
+          TaskStates: { main: { Events: [{ Time: exact(early), Type: 'Started' }, { Time: exact(late), Type: 'Started' }], State: 'running' } },
         },
       },
-      { Evaluation: { CreateTime: BigInt(late), ID: 'e', ModifyTime: BigInt(early) } },
-      { Job: { ID: 'j', SubmitTime: BigInt(early) } },
+      { Evaluation: { CreateTime: exact(late), ID: 'e', ModifyTime: exact(early) } },
+      { Job: { ID: 'j', SubmitTime: exact(early) } },
     ]);
   });
 
@@ -187,9 +189,9 @@ describe('decodeFrame timestamps', () => {
       allocationFrame(`{"ID":"a1","ModifyIndex":9,"Metrics":{"Sample":{"CreateTime":${late}}},"TaskStates":{"main":${taskState(early)}}}`),
     ];
     const [structOrder, integerTasks, elsewhere] = lines.map((line) => decodeFrame(line)!.Events[0]!.Payload.Allocation as Record<string, unknown>);
-    expect(structOrder).toMatchObject({ CreateTime: BigInt(late), ModifyTime: BigInt(late), TaskStates: { main: { Events: [{ Time: BigInt(early) }] } } });
-    expect(integerTasks).toMatchObject({ TaskStates: { b: { Events: [{ Time: BigInt(late) }] }, 10: { Events: [{ Time: BigInt(early) }] } } });
-    expect(elsewhere).toMatchObject({ Metrics: { Sample: { CreateTime: BigInt(late) } }, TaskStates: { main: { Events: [{ Time: BigInt(early) }] } } });
+    expect(structOrder).toMatchObject({ CreateTime: exact(late), ModifyTime: exact(late), TaskStates: { main: { Events: [{ Time: exact(early) }] } } });
+    expect(integerTasks).toMatchObject({ TaskStates: { b: { Events: [{ Time: exact(late) }] }, 10: { Events: [{ Time: exact(early) }] } } });
+    expect(elsewhere).toMatchObject({ Metrics: { Sample: { CreateTime: exact(late) } }, TaskStates: { main: { Events: [{ Time: exact(early) }] } } });
   });
 });
 

@@ -2,6 +2,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseNomadJson, stringifyNomadJson } from '../../src/nomad/json.js';
 import { NomadDecodeError } from '../../src/nomad/errors.js';
+import { UnixNanos } from '../../src/nomad/unixNanos.js';
+
+const exact = (nanoseconds: bigint): UnixNanos => UnixNanos.fromBigInt(nanoseconds);
 
 const fixtures = join(__dirname, '..', 'fixtures', 'nomad-1.1.2');
 
@@ -21,7 +24,7 @@ function collectTimestamps(value: unknown, out: unknown[] = []): unknown[] {
   if (Array.isArray(value)) value.forEach((item) => collectTimestamps(item, out));
   else if (value !== null && typeof value === 'object') {
     for (const [key, field] of Object.entries(value)) {
-      if (['Time', 'CreateTime', 'ModifyTime', 'SubmitTime', 'RescheduleTime'].includes(key) && (typeof field === 'bigint' || typeof field === 'number')) out.push(field);
+      if (['Time', 'CreateTime', 'ModifyTime', 'SubmitTime', 'RescheduleTime'].includes(key) && (field instanceof UnixNanos || typeof field === 'number')) out.push(field);
       else collectTimestamps(field, out);
     }
   }
@@ -29,14 +32,14 @@ function collectTimestamps(value: unknown, out: unknown[] = []): unknown[] {
 }
 
 describe('parseNomadJson', () => {
-  it('returns every nanosecond timestamp of a recorded stream exactly, as bigint', () => {
+  it('returns every nanosecond timestamp of a recorded stream exactly, as UnixNanos', () => {
     const lines = [...streamLines('healthy_task_states'), ...streamLines('many_allocs')];
     let checked = 0;
     for (const line of lines) {
       const expected = timestampDigits(line);
       const actual = collectTimestamps(parseNomadJson(line));
       expect(actual.map(String)).toEqual(expected);
-      for (const value of actual) expect(typeof value).toBe('bigint');
+      for (const value of actual) expect(value).toBeInstanceOf(UnixNanos);
       checked += expected.length;
     }
     expect(checked).toBeGreaterThan(1000);
@@ -57,12 +60,12 @@ describe('parseNomadJson', () => {
 
   it('leaves digits inside strings alone', () => {
     const text = '{"Message":"x\\"Time\\":1795971902180095019,","Time":1795971902180095019}';
-    expect(parseNomadJson(text)).toEqual({ Message: 'x"Time":1795971902180095019,', Time: 1795971902180095019n });
+    expect(parseNomadJson(text)).toEqual({ Message: 'x"Time":1795971902180095019,', Time: exact(1795971902180095019n) });
   });
 
   it('is exact when integer-like keys reorder the object (the slow path)', () => {
     const text = '{"b":{"CreateTime":1795971902180095019},"7":{"CreateTime":1795971902180095023}}';
-    expect(parseNomadJson(text)).toEqual({ b: { CreateTime: 1795971902180095019n }, 7: { CreateTime: 1795971902180095023n } });
+    expect(parseNomadJson(text)).toEqual({ b: { CreateTime: exact(1795971902180095019n) }, 7: { CreateTime: exact(1795971902180095023n) } });
   });
 
   it('throws a NomadDecodeError for malformed JSON, with a bounded excerpt', () => {
@@ -84,15 +87,19 @@ describe('parseNomadJson', () => {
     }
     let inner: unknown = parseNomadJson(nested(998));
     for (let level = 0; level < 999; level++) inner = (inner as { Deep?: unknown; a?: unknown }).Deep ?? (inner as { a: unknown }).a;
-    expect(inner).toEqual({ Time: 1795971902180095019n });
+    expect(inner).toEqual({ Time: exact(1795971902180095019n) });
   });
 });
 
 describe('stringifyNomadJson', () => {
-  it('writes bigints as bare integers that parse back exactly', () => {
-    const value = { Job: { ID: 'web', SubmitTime: 1795971902180095019n, Meta: { note: 'bigint:1' } } };
+  it('writes exact timestamps and bigints as bare integers that parse back exactly', () => {
+    const value = { Job: { ID: 'web', SubmitTime: exact(1795971902180095019n), CreateTime: 1795971902180095023n, Meta: { note: 'bigint:1' } } };
     const text = stringifyNomadJson(value);
-    expect(text).toBe('{"Job":{"ID":"web","SubmitTime":1795971902180095019,"Meta":{"note":"bigint:1"}}}');
-    expect(parseNomadJson(text)).toEqual(value);
+    expect(text).toBe('{"Job":{"ID":"web","SubmitTime":1795971902180095019,"CreateTime":1795971902180095023,"Meta":{"note":"bigint:1"}}}');
+    expect(parseNomadJson(text)).toEqual({ Job: { ...value.Job, CreateTime: exact(1795971902180095023n) } });
+  });
+
+  it('leaves a string of digits a string (only an exact timestamp is written bare)', () => {
+    expect(stringifyNomadJson({ Time: '1795971902180095019' })).toBe('{"Time":"1795971902180095019"}');
   });
 });

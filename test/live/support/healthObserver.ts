@@ -139,7 +139,7 @@ export class HealthObserver {
     for (const [task, state] of Object.entries(allocation.TaskStates ?? {})) {
       for (const event of state.Events ?? []) {
         if (event.Type === 'Alloc Unhealthy' && !seen.unhealthyEvents.has(task)) seen.unhealthyEvents.set(task, event);
-        const at = STOPPING.has(event.Type) && event.Time !== undefined ? nanoTimeMs(event.Time as bigint | number) : undefined;
+        const at = STOPPING.has(event.Type) && event.Time !== undefined ? nanoTimeMs(event.Time) : undefined;
         if (at !== undefined && (stoppedAt === undefined || at < stoppedAt)) stoppedAt = at;
       }
     }

@@ -73,7 +73,7 @@ export function policyOf(job: Job, group: string, rules: NomadRules): HealthPoli
 /** When the task first started, as its kept events time it. */
 function firstStart(allocation: Allocation, task: string): number | undefined {
   const started = allocation.TaskStates?.[task]?.Events?.find((event) => event.Type === 'Started');
-  return started === undefined ? undefined : nanoTimeMs(started.Time as bigint | number);
+  return started === undefined ? undefined : nanoTimeMs(started.Time);
 }
 
 /** The poststart tasks (not sidecars) that exited successfully: before 1.1.13 their exit failed the allocation, and Nomad named no lifecycle task. */
