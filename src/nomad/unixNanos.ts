@@ -34,7 +34,10 @@ export class UnixNanos {
     return BigInt(this.seconds) * BIG_NANOS_PER_SECOND + BigInt(this.nanos);
   }
 
-  /** So that `<`, `>` and `==` compare it with bigints, numbers and other UnixNanos exactly. */
+  /**
+   * So that `<`, `>` and `==` compare it with bigints, numbers and other UnixNanos exactly, as they
+   * did bigint timestamps; `Number(time)` rounds it as it rounds a bigint.
+   */
   valueOf(): bigint {
     return this.toBigInt();
   }

@@ -44,6 +44,8 @@ describe('UnixNanos', () => {
     expect(x.valueOf() === a && y.valueOf() === b).toBe(true);
     // What `<` does with a bigint or a number beside it (TypeScript types it only between two objects).
     expect(x.valueOf() < b && y.valueOf() > a && UnixNanos.fromBigInt(5n).valueOf() < 6).toBe(true);
+    // Number() rounds it as it rounds the bigint (so code that read bigint timestamps reads these).
+    expect(Number(x)).toBe(Number(a));
   });
 
   it('writes its digits as a JSON string for JSON.stringify (a bare integer would be rounded by JSON.parse)', () => {
