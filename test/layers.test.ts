@@ -10,10 +10,10 @@ const ROOT = resolve(__dirname, '..');
 
 /**
  * Each part's layer: a part may import its own layer and the ones below. The modules at the root
- * of src/ (logger, errors' messages, secrets, randomness, bounded history) and the clock serve all.
+ * of src/ (logger, errors' messages, secrets, randomness, bounded history, decimal digits) and the clock serve all.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['src/clock', 'src/logger.ts', 'src/errorMessage.ts', 'src/secrets.ts', 'src/random.ts', 'src/boundedHistory.ts'],
+  ['src/clock', 'src/logger.ts', 'src/errorMessage.ts', 'src/secrets.ts', 'src/random.ts', 'src/boundedHistory.ts', 'src/decimalDigits.ts'],
   ['machines'],
   ['src/nomad', 'src/consul', 'src/streams'],
   ['src/health', 'src/intake', 'src/nomadChecks', 'src/deployments', 'src/exec'],

@@ -3,6 +3,7 @@
  * StartedAt / FinishedAt), Unix-nanosecond timestamps (CreateTime, TaskEvent Time) and
  * integer-nanosecond durations, all to milliseconds.
  */
+import { digitsAt } from '../decimalDigits.js';
 import type { NanoTime } from '../nomad/types.js';
 import { UnixNanos } from '../nomad/unixNanos.js';
 
@@ -15,17 +16,6 @@ const GO_ZERO_TIME = /^0001-01-01T00:00:00(?:\.0+)?Z$/;
 export type ParsedTime = { readonly ok: true; readonly ms: number | null } | { readonly ok: false; readonly problem: string };
 
 const NO_TIME: ParsedTime = { ok: true, ms: null };
-
-/** The number written by `count` decimal digits of `text` from `start`; NaN if one is not a digit. */
-function digitsAt(text: string, start: number, count: number): number {
-  let value = 0;
-  for (let i = start; i < start + count; i++) {
-    const digit = text.charCodeAt(i) - 48;
-    if (!(digit >= 0 && digit <= 9)) return Number.NaN;
-    value = value * 10 + digit;
-  }
-  return value;
-}
 
 /**
  * Days from 1970-01-01 to the `day`th of `month` (1–12) of `year`, the day counted on past the
@@ -90,8 +80,8 @@ export function parseNomadTime(value: unknown): ParsedTime {
  * epoch milliseconds, microseconds kept as a fraction; 0 (Go's unset int64) → null.
  */
 export function parseNanoTime(value: unknown): ParsedTime {
-  if (value === null || value === undefined || value === 0 || value === 0n || (value instanceof UnixNanos && value.seconds === 0 && value.nanos === 0)) return NO_TIME;
   if (isNanoTime(value)) return { ok: true, ms: nanoTimeMs(value) };
+  if (value === null || value === undefined || value === 0 || value === 0n || (value instanceof UnixNanos && value.toBigInt() === 0n)) return NO_TIME;
   return { ok: false, problem: `time ${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)} is not a Unix time in nanoseconds` };
 }
 

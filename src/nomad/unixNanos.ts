@@ -9,6 +9,8 @@
  * exact integer is built only when asked for (`toBigInt`, or `<` / `>` / `==`, which go through
  * valueOf), and the health rules read milliseconds with plain arithmetic (src/health/nomadTime.ts).
  */
+import { digitsAt } from '../decimalDigits.js';
+
 const BIG_NANOS_PER_SECOND = 1_000_000_000n;
 
 export class UnixNanos {
@@ -71,9 +73,6 @@ export class UnixNanos {
  */
 export function unixNanosAt(text: string, start: number, end: number): UnixNanos | undefined {
   const split = Math.max(start, end - 9);
-  let seconds = 0;
-  for (let i = start; i < split; i++) seconds = seconds * 10 + (text.charCodeAt(i) - 48);
-  let nanos = 0;
-  for (let i = split; i < end; i++) nanos = nanos * 10 + (text.charCodeAt(i) - 48);
-  return Number.isSafeInteger(seconds) ? new UnixNanos(seconds, nanos) : undefined;
+  const seconds = digitsAt(text, start, split - start);
+  return Number.isSafeInteger(seconds) ? new UnixNanos(seconds, digitsAt(text, split, end - split)) : undefined;
 }

@@ -1,16 +1,11 @@
 import { parseNomadJson, parseNomadJsonAt, type TimestampLocator } from '../../src/nomad/json.js';
 import { UnixNanos, unixNanosAt } from '../../src/nomad/unixNanos.js';
 import { nanoTimeMs, nanoTimeToMs, parseNanoTime } from '../../src/health/nomadTime.js';
+import { seededRandom } from '../../src/random.js';
 
-/** A deterministic spread of integers (mulberry32), `digits` long. */
+/** A deterministic spread of integers, `digits` long. */
 function integers(count: number, digits: number, seed: number): bigint[] {
-  let state = seed;
-  const next = (): number => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
+  const next = seededRandom(seed);
   return Array.from({ length: count }, () => {
     let text = String(1 + Math.floor(next() * 9));
     while (text.length < digits) text += String(Math.floor(next() * 10));
