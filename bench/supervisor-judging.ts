@@ -49,7 +49,8 @@ async function round1(): Promise<Round> {
   const clock = new VirtualClock({ start: start + 60_000 });
   const source = new Subject<SupervisorInputs>();
   const nomad = clientWithoutNetwork(clock);
-  const supervisor = new Supervisor({ nomad, clock, source, historySize: ALLOCATIONS });
+  // The stream's payloads are Nomad 1.1.2's: its release stated, since this client cannot be asked it.
+  const supervisor = new Supervisor({ nomad, clock, source, historySize: ALLOCATIONS, nomadVersion: '1.1.2' });
   let verdicts = 0;
   const problems: string[] = [];
   supervisor.verdicts$.subscribe(() => verdicts++);
