@@ -3,6 +3,8 @@
  * (a real `head -c` process) read through ExecClient.exec(), beside a bare ws client that only
  * decodes the same frames, alternating in the same run; and the time to the first stdout byte of a
  * short command for both. Prints one JSON object; `throughput_ratio` = exec MB/s ÷ bare MB/s (target ≥ 0.8).
+ *
+ *   npx tsx bench/exec.ts [--mb 100] [--runs 5] [--ttfb-runs 30]
  */
 import { createServer } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,11 +17,11 @@ import { ExecClient } from '../src/exec/execClient.js';
 import { decodeServerFrame } from '../src/nomad/exec/frames.js';
 import { execUrl } from '../src/nomad/exec/request.js';
 import { attachFakeExec } from '../src/testing/fakeExec/attachFakeExec.js';
-import { median } from './support/figures.js';
+import { median, numberOption } from './support/figures.js';
 
-const BYTES = 100_000_000;
-const RUNS = 5;
-const TTFB_RUNS = 30;
+const BYTES = numberOption('mb', 100) * 1_000_000;
+const RUNS = numberOption('runs', 5);
+const TTFB_RUNS = numberOption('ttfb-runs', 30);
 const ALLOC = 'bench-alloc';
 const BIG = ['head', '-c', String(BYTES), '/dev/zero'];
 const SMALL = ['echo', 'x'];
