@@ -18,6 +18,8 @@ interface TaskEvent {
 
 const ms = (nanos: unknown): number => Number(BigInt(nanos as bigint | number) / 1_000_000n);
 const taskEvents = (event: StreamEvent): TaskEvent[] => ((allocOf(event).TaskStates as Record<string, { Events: TaskEvent[] }> | undefined)?.t?.Events ?? []);
+/** A Terminated event's message when the driver's wait lost its executor plugin (see the stop test). */
+const EXECUTOR_GONE = 'Exit Code: 0, Exit Message: "executor: error waiting on process: rpc error: code = Unavailable desc = transport is closing"';
 const clientUpdates = (frames: readonly Frame[]): Frame[] => frames.filter((f) => f.Events!.some((e) => e.Topic === 'Allocation' && e.Type === 'AllocationUpdated'));
 
 describe('the scheduler and the client', () => {
@@ -106,9 +108,13 @@ describe('the scheduler and the client', () => {
     expect(seen.slice(0, -1)).toEqual(seen.length === 2 ? [['running', 'stop', ['Killing']]] : []);
     recordFigure({ name: 'conformance: stop reported as Killing first (1 = yes)', value: seen.length === 2 ? 1 : 0, where: 'client.test.ts' });
     const [killing, terminated, killed] = taskEvents(reports.at(-1)!).slice(3);
-    expect([killing!.DisplayMessage, terminated!.DisplayMessage, killed!.DisplayMessage]).toEqual([
-      'Sent interrupt. Waiting 5s before force killing', 'Exit Code: 130, Signal: 2', 'Task successfully killed',
-    ]);
+    expect([killing!.DisplayMessage, killed!.DisplayMessage]).toEqual(['Sent interrupt. Waiting 5s before force killing', 'Task successfully killed']);
+    // The exit the interrupt caused; on the agent, now and then, raw_exec's wait for it through its
+    // executor plugin loses the race with the executor's own exit, and the exit says so with code 0
+    // (drivers/rawexec/driver.go handleWait at v1.1.2). FakeNomad reports the usual exit.
+    const lostToExecutor = terminated!.DisplayMessage === EXECUTOR_GONE;
+    recordFigure({ name: 'conformance: stop whose exit was lost to the executor (1 = yes)', value: lostToExecutor ? 1 : 0, where: 'client.test.ts' });
+    expect(terminated!.DisplayMessage).toBe(lostToExecutor && target.live ? EXECUTOR_GONE : 'Exit Code: 130, Signal: 2');
     stream.close();
   });
 });
