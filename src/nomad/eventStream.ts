@@ -30,7 +30,7 @@
  *   Such closes are counted (StreamState.emptyCloses) and retried with back-off, and their error
  *   says what they most likely mean.
  */
-import { BehaviorSubject, Observable, config, defer, distinctUntilChanged, finalize, retry, share, throwError, timer, type Subscription } from 'rxjs';
+import { BehaviorSubject, Observable, config, defer, finalize, retry, share, throwError, timer, type Subscription } from 'rxjs';
 import type { Clock } from '../clock/index.js';
 import { schedulerFor, systemClock } from '../clock/index.js';
 import { retryDelay, type BackoffOptions } from './backoff.js';
@@ -509,6 +509,7 @@ export function nomadEventStream(client: NomadClient, options: EventStreamOption
       (error) => subscriber.error(error),
     ),
   );
-  const state = session.state.pipe(distinctUntilChanged());
+  // Every state is a new object (setStatus): a subscriber sees each one, its lastIndex moving with the frames.
+  const state = session.state.asObservable();
   return { batches, state, follow };
 }
