@@ -81,7 +81,7 @@ export function parseNomadTime(value: unknown): ParsedTime {
  */
 export function parseNanoTime(value: unknown): ParsedTime {
   if (isNanoTime(value)) return { ok: true, ms: nanoTimeMs(value) };
-  if (value === null || value === undefined || value === 0 || value === 0n || (value instanceof UnixNanos && value.toBigInt() === 0n)) return NO_TIME;
+  if (value === null || value === undefined || value === 0 || value === 0n || (value instanceof UnixNanos && value.seconds === 0 && value.nanos === 0)) return NO_TIME;
   return { ok: false, problem: `time ${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)} is not a Unix time in nanoseconds` };
 }
 

@@ -327,18 +327,19 @@ export function jsonPrefix(value: unknown, limit: number): string {
 }
 
 /** Private-use marker that cannot occur in JSON.stringify output except where we put it. */
-const BIGINT_MARK = '\uE000bigint:';
-const MARKED = /"\uE000bigint:(-?\d+)"/g;
+/** Marks an exact integer (a UnixNanos or a bigint) in the text, to be written bare once it is out. */
+const INTEGER_MARK = '\uE000integer:';
+const MARKED = /"\uE000integer:(-?\d+)"/g;
 
 /** JSON.stringify that writes exact timestamps and bigints as bare integers, so they go back to Nomad exact. */
 export function stringifyNomadJson(value: unknown): string {
-  let sawBigint = false;
+  let marked = false;
   // `this[key]` is the field before its toJSON (a UnixNanos writes itself as a string).
   const text = JSON.stringify(value, function (this: Record<string, unknown>, key: string, field: unknown) {
     const raw = this[key];
     if (typeof raw !== 'bigint' && !(raw instanceof UnixNanos)) return field;
-    sawBigint = true;
-    return BIGINT_MARK + raw.toString();
+    marked = true;
+    return INTEGER_MARK + raw.toString();
   });
-  return sawBigint ? text.replace(MARKED, '$1') : text;
+  return marked ? text.replace(MARKED, '$1') : text;
 }
